@@ -1,0 +1,82 @@
+"""Shared helpers for the fastci_trace tests: isolated environments, inner runs, evidence lookup.
+
+Every test drives real processes (inner pytest sessions, the `run` wrapper,
+their children) in a scrubbed environment so the outer session's own
+settings never leak in, then reads what they wrote with the package's
+reader.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+UTILS = Path(__file__).resolve().parents[3] / "utils"
+sys.path.insert(0, str(UTILS))
+
+from fastci_trace.evidence import read_evidence  # noqa: E402
+
+PYTHON = sys.executable
+
+
+def clean_env(**extra):
+    """os.environ without FASTCI_TRACE_*/RANK settings, with the package importable."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("FASTCI_TRACE_") and k not in ("RANK", "LOCAL_RANK")}
+    env["PYTHONPATH"] = str(UTILS)
+    env.update(extra)
+    return env
+
+
+def write(path, source):
+    """Write dedented `source` to `path` and return the path."""
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def run_inner_pytest(directory, *args, env=None, timeout=120):
+    """Run pytest with the plugin in `directory`; returns the CompletedProcess."""
+    cmd = [PYTHON, "-m", "pytest", "-p", "fastci_trace.pytest_plugin", "-v",
+           "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *args]
+    return subprocess.run(cmd, cwd=str(directory), env=env or clean_env(), timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+
+
+def load_out(out):
+    """All evidence files under `out` as a list of (path, header, stacks)."""
+    return [(p,) + read_evidence(p) for p in sorted(Path(out).rglob("*.stacks"))]
+
+
+def samples_of(stacks, qualname):
+    """Samples whose innermost frame (or any frame) is `qualname`."""
+    return sum(count for frames, count in stacks.items()
+               if any(f.qualname == qualname for f in frames))
+
+
+def by_function(evidences, qualname):
+    """{test-id: samples containing `qualname`} over all files."""
+    totals = {}
+    for _, header, stacks in evidences:
+        n = samples_of(stacks, qualname)
+        if n:
+            totals[header["test-id"]] = totals.get(header["test-id"], 0) + n
+    return totals
+
+
+@pytest.fixture
+def spin_module(tmp_path):
+    """A helper module with a distinctively named busy loop, importable from tmp_path."""
+    return write(tmp_path / "spinlib.py", """
+        import time
+
+        def spin(seconds):
+            end = time.monotonic() + seconds
+            x = 0
+            while time.monotonic() < end:
+                x += 1
+            return x
+    """)

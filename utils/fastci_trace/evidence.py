@@ -1,0 +1,199 @@
+"""The evidence file format: writing, reading and py-spy interoperability.
+
+An evidence file records, for one (test id, process) pair, how often each
+distinct Python stack was seen by the sampler. This module is the single
+definition of that format on the Python side (docs/Evidence.md is the
+normative description the C++ reader follows): the percent-encoding of frame
+fields, the `# key: value` header, the `frame;frame;... count` body, the
+atomic write, and a strict reader that reports bad input as `file:line:`.
+It also reads py-spy's `raw` collapsed-stack output so tooling can accept
+either source.
+"""
+
+import os
+import re
+import threading
+from collections import namedtuple
+
+FORMAT_VERSION = 1
+MAGIC_KEY = "fastci-evidence"
+
+# Header keys every writer emits, in this order (after the magic line).
+HEADER_KEYS = (
+    "test-id", "pid", "rank", "local-rank", "rate", "wall-seconds",
+    "cpu-seconds", "python", "sampler", "revision", "root", "samples",
+    "complete",
+)
+
+Frame = namedtuple("Frame", "path qualname line")
+Frame.__doc__ = "One stack frame: source path, qualified name, current line."
+
+# `;` separates frames, the last space separates the count, newlines separate
+# records and `%` is the escape itself; CR is added so no line splitter can
+# ever cut a record. `:` is only escaped inside qualnames (see encode_frame).
+_ESCAPES = {c: "%%%02X" % ord(c) for c in "%; \n\r"}
+_ESCAPE_RE = re.compile("[%; \n\r]")
+_QUALNAME_ESCAPES = dict(_ESCAPES, **{":": "%3A"})
+_QUALNAME_ESCAPE_RE = re.compile("[%; \n\r:]")
+_PERCENT_RE = re.compile("%([0-9A-Fa-f]{2})")
+
+
+class EvidenceError(ValueError):
+    """Malformed evidence; the message is located as `file:line: what`."""
+
+
+def encode(text):
+    """Percent-encode `%`, `;`, space, LF and CR in a field."""
+    return _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], text)
+
+
+def encode_qualname(text):
+    """Like encode(), but also escapes `:` so a frame splits on its last two colons."""
+    return _QUALNAME_ESCAPE_RE.sub(lambda m: _QUALNAME_ESCAPES[m.group()], text)
+
+
+def decode(text):
+    """Invert encode()/encode_qualname(): every `%XX` becomes that code point."""
+    return _PERCENT_RE.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def encode_frame_prefix(path, qualname):
+    """Render the line-independent part of a frame, `path:qualname:`, encoded."""
+    return "%s:%s:" % (encode(path), encode_qualname(qualname))
+
+
+def encode_frame(path, qualname, line):
+    """Render one frame as `path:qualname:line` with fields encoded."""
+    return "%s%d" % (encode_frame_prefix(path, qualname), line)
+
+
+def _parse_frame(text):
+    path, sep1, rest = text.rpartition(":")
+    path, sep2, qualname = path.rpartition(":")
+    if not (sep1 and sep2) or not path or not qualname:
+        raise ValueError("frame %r is not path:qualname:line" % text)
+    if not rest.isdigit():
+        raise ValueError("frame %r has a non-numeric line %r" % (text, rest))
+    return Frame(decode(path), decode(qualname), int(rest))
+
+
+def _split_count(line):
+    body, sep, count = line.rpartition(" ")
+    if not sep or not body:
+        raise ValueError("expected 'stack count', got %r" % line)
+    if not count.isdigit():
+        raise ValueError("count %r is not a non-negative integer" % count)
+    return body, int(count)
+
+
+def render(header, stacks):
+    """Return the full text of an evidence file.
+
+    `header` maps keys to values (rendered with str(); the magic line is
+    added here); `stacks` maps encoded stack lines (frames joined by `;`,
+    outermost first) to counts. Body lines are sorted for determinism.
+    """
+    out = ["# %s: %d\n" % (MAGIC_KEY, FORMAT_VERSION)]
+    for key, value in header.items():
+        out.append("# %s: %s\n" % (key, encode(str(value))))
+    for stack in sorted(stacks):
+        out.append("%s %d\n" % (stack, stacks[stack]))
+    return "".join(out)
+
+
+def write_atomic(path, text):
+    """Write `text` to `path` via a temp file in the same directory and os.replace.
+
+    Readers therefore see either the previous complete file or the new one,
+    never a torn write, even if this process dies mid-write.
+    """
+    # Per-thread temp name: a final flush may race the sampler's periodic one.
+    tmp = "%s.%d-%d.tmp" % (path, os.getpid(), threading.get_ident())
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def parse_evidence(text, filename="<evidence>"):
+    """Parse evidence text into (header dict, {tuple of Frame: count}).
+
+    Header values are decoded strings. Stacks are tuples of Frame,
+    outermost first. Raises EvidenceError located as `filename:line:`.
+    """
+    header = {}
+    stacks = {}
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for lineno, line in enumerate(lines, 1):
+        try:
+            if lineno == 1:
+                if line != "# %s: %d" % (MAGIC_KEY, FORMAT_VERSION):
+                    raise ValueError("first line must be '# %s: %d', got %r"
+                                     % (MAGIC_KEY, FORMAT_VERSION, line))
+                header[MAGIC_KEY] = str(FORMAT_VERSION)
+            elif line.startswith("#"):
+                if stacks:
+                    raise ValueError("header line after stack lines")
+                key, sep, value = line[1:].lstrip(" ").partition(": ")
+                if not sep or not key:
+                    raise ValueError("header line %r is not '# key: value'" % line)
+                header[key] = decode(value)
+            else:
+                body, count = _split_count(line)
+                frames = tuple(_parse_frame(f) for f in body.split(";"))
+                stacks[frames] = stacks.get(frames, 0) + count
+        except ValueError as e:
+            raise EvidenceError("%s:%d: %s" % (filename, lineno, e)) from None
+    if not lines:
+        raise EvidenceError("%s:1: empty file" % filename)
+    return header, stacks
+
+
+def read_evidence(path):
+    """Read and parse an evidence file; see parse_evidence()."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise EvidenceError("%s:1: not UTF-8 (%s)" % (path, e)) from None
+    return parse_evidence(text, str(path))
+
+
+_PYSPY_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>.*?)(?::(?P<line>\d+))?\)$")
+
+
+def parse_pyspy_raw(text, filename="<py-spy>"):
+    """Parse py-spy `record --format raw` output into {tuple of Frame: count}.
+
+    Frames are `name (file:line)` or `name (file)` (line 0). Pseudo-frames
+    py-spy adds with --threads/--subprocesses (`thread (0x..)`,
+    `process 12:"cmd"`) are dropped, as they carry no source location.
+    """
+    stacks = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            body, count = _split_count(line.rstrip())
+            frames = []
+            for part in body.split(";"):
+                if part.startswith("process ") or part.startswith("thread ("):
+                    continue
+                m = _PYSPY_FRAME_RE.match(part)
+                if not m:
+                    raise ValueError("frame %r is not 'name (file:line)'" % part)
+                frames.append(Frame(m.group("file"), m.group("name"),
+                                    int(m.group("line") or 0)))
+        except ValueError as e:
+            raise EvidenceError("%s:%d: %s" % (filename, lineno, e)) from None
+        key = tuple(frames)
+        stacks[key] = stacks.get(key, 0) + count
+    return stacks

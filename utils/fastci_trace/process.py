@@ -1,0 +1,142 @@
+"""The per-process sampler: start-up, fork, exit and SIGTERM handling.
+
+Each Python process being traced owns exactly one Sampler, kept here. The
+sitecustomize hook starts it from the environment in fresh interpreters
+(subprocess children, spawn workers, torchrun ranks); the pytest plugin
+starts it in the pytest process. This module makes sure every way a process
+can end still leaves a complete file: atexit for normal exits, a SIGTERM
+handler that flushes and then lets the signal take its normal effect, an
+at-fork hook that gives fork children their own thread and file, and a
+multiprocessing finalizer for fork workers, which leave via os._exit() and
+so skip atexit.
+"""
+
+import atexit
+import functools
+import os
+import signal
+import sys
+import threading
+
+from . import config as _config
+from .sampler import Sampler
+
+_sampler = None
+_hooks_installed = False
+_stopping = False        # a final write is in progress
+_deferred_signal = None  # SIGTERM that arrived during it, re-raised after
+
+
+def active():
+    """The running Sampler of this process, or None."""
+    return _sampler
+
+
+def start(config, test_id=None):
+    """Start sampling this process (idempotent: returns the running Sampler).
+
+    If `test_id` is given, samples are attributed to it until exit (or until
+    a pytest item temporarily takes over).
+    """
+    global _sampler
+    if _sampler is not None:
+        return _sampler
+    _sampler = Sampler(config)
+    if test_id:
+        _sampler.begin(test_id)
+    _install_hooks()
+    _sampler.start()
+    return _sampler
+
+
+def start_from_env(environ=None):
+    """Start sampling if the environment names a test id and an output directory.
+
+    Used by the sitecustomize hook. Bad settings are reported once on stderr
+    and leave the process unsampled: the program itself must run as usual.
+    """
+    environ = os.environ if environ is None else environ
+    test_id = environ.get(_config.ENV_TEST_ID)
+    if not test_id:
+        return None
+    try:
+        cfg = _config.from_env(environ, os.getcwd())
+    except _config.ConfigError as e:
+        sys.stderr.write("fastci_trace: %s; sampling disabled\n" % e)
+        return None
+    return None if cfg is None else start(cfg, test_id)
+
+
+def stop(join=True):
+    """Stop sampling and write every open sink as complete."""
+    global _sampler, _stopping
+    _stopping = True
+    sampler, _sampler = _sampler, None
+    try:
+        if sampler is not None:
+            sampler.stop(join=join)
+    finally:
+        _stopping = False
+        if _deferred_signal is not None:
+            _die_by(_deferred_signal)
+
+
+def _install_hooks():
+    global _hooks_installed
+    if _hooks_installed:  # they survive stop()/start() and fork
+        return
+    _hooks_installed = True
+    atexit.register(stop)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+    _install_sigterm_handler()
+
+
+def _after_fork_in_child():
+    if _sampler is None:
+        return
+    _sampler.after_fork_in_child()
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        # Process._bootstrap clears finalizers inherited from the parent and
+        # then runs after-fork callbacks: register ours from there.
+        mp_util.register_after_fork(_sampler, _register_mp_finalizer)
+
+
+def _register_mp_finalizer(sampler):
+    import multiprocessing.util
+    # Negative priority: run in the last finalizer pass, after the worker's own.
+    multiprocessing.util.Finalize(None, stop, exitpriority=-100)
+
+
+def _install_sigterm_handler():
+    if threading.current_thread() is not threading.main_thread():
+        return  # only the main thread may install handlers
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_DFL or callable(previous):
+        signal.signal(signal.SIGTERM, functools.partial(_on_sigterm, previous))
+    # SIG_IGN, or a handler installed from C (None): leave the program's choice alone.
+
+
+def _on_sigterm(previous, signum, frame):
+    if callable(previous):
+        # The program handles SIGTERM itself and may well keep running:
+        # save what we have, keep sampling, let atexit write the final file.
+        if _sampler is not None:
+            _sampler.flush()
+        previous(signum, frame)
+        return
+    if _stopping:
+        # We interrupted a final write in progress (e.g. a pool worker exiting
+        # while Pool.terminate() signals it): let it finish, then die.
+        global _deferred_signal
+        _deferred_signal = signum
+        return
+    stop(join=False)
+    _die_by(signum)
+
+
+def _die_by(signum):
+    # Re-deliver with the default action so the process dies "by SIGTERM",
+    # exactly as it would have without us.
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
