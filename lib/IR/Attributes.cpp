@@ -181,9 +181,7 @@ void fastci::printAttrKey(llvm::raw_ostream &os, llvm::StringRef key) {
     printEscapedString(os, key);
 }
 
-/// Prints \p value so that it parses back to the same double and always
-/// reads as a float (never as an int).
-static void printFloat(llvm::raw_ostream &os, double value) {
+void fastci::printFloat(llvm::raw_ostream &os, double value) {
   if (std::isnan(value)) {
     os << "nan";
     return;
@@ -192,12 +190,26 @@ static void printFloat(llvm::raw_ostream &os, double value) {
     os << (value < 0 ? "-inf" : "inf");
     return;
   }
-  // Shortest representation that round trips.
-  char buffer[32];
-  for (int precision = 1; precision <= 17; ++precision) {
+  // Shortest representation that round trips, in positional notation for
+  // everyday magnitudes (`50.0`, not `5e+01`) and scientific beyond them.
+  char buffer[48];
+  int precision = 1;
+  for (; precision < 17; ++precision) {
     snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
     if (std::strtod(buffer, nullptr) == value)
       break;
+  }
+  int exponent =
+      value == 0 ? 0
+                 : static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  if (exponent >= -5 && exponent < 17) {
+    int decimals = std::max(0, precision - 1 - exponent);
+    snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+    // log10 can be off by one at powers of ten; never lose exactness.
+    if (std::strtod(buffer, nullptr) != value)
+      snprintf(buffer, sizeof(buffer), "%.17g", value);
+  } else {
+    snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
   }
   llvm::StringRef text(buffer);
   os << text;

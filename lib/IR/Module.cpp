@@ -68,7 +68,9 @@ llvm::StringRef fastci::stringifyChangeKind(ChangeKind kind) {
 Module::Module() : strings(allocator) {}
 Module::~Module() = default;
 
-llvm::StringRef Module::intern(llvm::StringRef str) { return strings.save(str); }
+llvm::StringRef Module::intern(llvm::StringRef str) {
+  return strings.save(str);
+}
 
 EntityId Module::addEntity(EntityKind kind, llvm::StringRef symbol,
                            EntityId parent, SourceRange range,
@@ -160,6 +162,11 @@ StackId Module::getStack(StackId parent, FrameId frame) {
     stackNodes.push_back(StackNode{parent, frame, depth});
   }
   return it->second;
+}
+
+void Module::reserveStacks(size_t numStacks) {
+  stackNodes.reserve(numStacks);
+  stackIndex.reserve(numStacks);
 }
 
 StackId Module::getStack(llvm::ArrayRef<FrameId> stackFrames) {

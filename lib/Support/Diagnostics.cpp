@@ -10,8 +10,39 @@
 
 using namespace fastci;
 
+/// Routes diagnostics that LLVM components (the YAML parser, ...) report
+/// through the SourceMgr into the engine, so that they are counted, can be
+/// intercepted, and print like FastCI's own.
+static void forwardSourceMgrDiagnostic(const llvm::SMDiagnostic &smDiag,
+                                       void *context) {
+  auto *engine = static_cast<DiagnosticEngine *>(context);
+  Severity severity = Severity::Error;
+  switch (smDiag.getKind()) {
+  case llvm::SourceMgr::DK_Warning:
+    severity = Severity::Warning;
+    break;
+  case llvm::SourceMgr::DK_Note:
+    severity = Severity::Note;
+    break;
+  case llvm::SourceMgr::DK_Remark:
+    severity = Severity::Remark;
+    break;
+  case llvm::SourceMgr::DK_Error:
+    break;
+  }
+  if (smDiag.getLoc().isValid())
+    engine->emit(severity, smDiag.getLoc(), smDiag.getMessage());
+  else
+    engine->emit(severity, smDiag.getFilename(),
+                 smDiag.getLineNo() > 0 ? smDiag.getLineNo() : 0,
+                 smDiag.getColumnNo() >= 0 ? smDiag.getColumnNo() + 1 : 0,
+                 smDiag.getMessage());
+}
+
 DiagnosticEngine::DiagnosticEngine(llvm::raw_ostream *os)
-    : os(os ? os : &llvm::errs()) {}
+    : os(os ? os : &llvm::errs()) {
+  sourceMgr.setDiagHandler(forwardSourceMgrDiagnostic, this);
+}
 
 DiagnosticEngine::~DiagnosticEngine() = default;
 
@@ -43,6 +74,21 @@ void DiagnosticEngine::emit(Diagnostic diag) {
   print(diag, *os);
 }
 
+/// The word SourceMgr prints for \p severity.
+static llvm::StringRef stringifySeverity(Severity severity) {
+  switch (severity) {
+  case Severity::Note:
+    return "note";
+  case Severity::Remark:
+    return "remark";
+  case Severity::Warning:
+    return "warning";
+  case Severity::Error:
+    return "error";
+  }
+  return "error";
+}
+
 static llvm::SourceMgr::DiagKind toDiagKind(Severity severity) {
   switch (severity) {
   case Severity::Note:
@@ -59,18 +105,22 @@ static llvm::SourceMgr::DiagKind toDiagKind(Severity severity) {
 
 void DiagnosticEngine::print(const Diagnostic &diag, llvm::raw_ostream &out) {
   if (diag.loc.isValid()) {
-    sourceMgr.PrintMessage(out, diag.loc, toDiagKind(diag.severity),
-                           diag.message);
+    // Not SourceMgr::PrintMessage: it would hand the message to the
+    // SourceMgr's handler, which forwards into emit() and deadlocks.
+    sourceMgr.GetMessage(diag.loc, toDiagKind(diag.severity), diag.message)
+        .print(nullptr, out);
     return;
   }
   // No buffer to point into: print the same prefix SourceMgr would, so
-  // scripts and FileCheck see one format.
-  llvm::SMDiagnostic smDiag(sourceMgr, llvm::SMLoc(),
-                            diag.fileName.empty() ? "fastci" : diag.fileName,
-                            diag.line ? int(diag.line) : -1,
-                            diag.column ? int(diag.column) - 1 : -1,
-                            toDiagKind(diag.severity), diag.message, "", {});
-  smDiag.print(nullptr, out, /*ShowColors=*/false);
+  // scripts and FileCheck see one format, without a source line to quote.
+  out << (diag.fileName.empty() ? "fastci" : diag.fileName);
+  if (diag.line) {
+    out << ':' << diag.line;
+    if (diag.column)
+      out << ':' << diag.column;
+  }
+  out << ": " << stringifySeverity(diag.severity) << ": " << diag.message
+      << '\n';
 }
 
 std::pair<unsigned, unsigned>

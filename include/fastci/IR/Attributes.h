@@ -28,19 +28,34 @@ namespace fastci {
 
 class AttrDict;
 
+/// The deepest nesting of lists and dictionaries any reader accepts. Printing
+/// and comparison recurse, so bounding the depth at input keeps every later
+/// traversal safe from stack exhaustion.
+inline constexpr unsigned kMaxAttrNesting = 256;
+
 /// A reference to a symbol of the module (printed `@"name"`); kept distinct
 /// from a plain string so the verifier can check that it resolves.
 struct SymbolRefValue {
   /// The referenced symbol.
   std::string name;
-  friend bool operator==(const SymbolRefValue &, const SymbolRefValue &) = default;
+  friend bool operator==(const SymbolRefValue &,
+                         const SymbolRefValue &) = default;
 };
 
 /// An immutable attribute value.
 class Attribute {
 public:
   /// The type of the value held.
-  enum class Kind : uint8_t { None, Bool, Int, Float, String, Symbol, List, Dict };
+  enum class Kind : uint8_t {
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    Symbol,
+    List,
+    Dict
+  };
 
   /// The absent value (printed `unit`); what lookups of missing keys return.
   Attribute() = default;
@@ -165,6 +180,9 @@ void printEscapedString(llvm::raw_ostream &os, llvm::StringRef value);
 void printSymbolRef(llvm::raw_ostream &os, llvm::StringRef name);
 /// Prints \p key bare when it is an identifier, quoted otherwise.
 void printAttrKey(llvm::raw_ostream &os, llvm::StringRef key);
+/// Prints \p value as the shortest .fir float literal that parses back to the
+/// same double (`12.0`, `1e-07`, `nan`, `-inf`); it never reads as an int.
+void printFloat(llvm::raw_ostream &os, double value);
 
 } // namespace fastci
 

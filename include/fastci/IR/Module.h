@@ -390,6 +390,9 @@ public:
   const StackNode &getStackNode(StackId id) const { return stackNodes[id]; }
   /// Number of distinct stacks (trie nodes).
   size_t getNumStacks() const { return stackNodes.size(); }
+  /// Makes room for \p numStacks stacks in all, so that bulk loaders do not
+  /// grow the trie and its index step by step.
+  void reserveStacks(size_t numStacks);
   /// The frames of \p id, outermost first.
   void getStackFrames(StackId id, llvm::SmallVectorImpl<FrameId> &out) const;
 

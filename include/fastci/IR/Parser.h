@@ -29,6 +29,12 @@ std::unique_ptr<Module> parseModule(unsigned bufferId, DiagnosticEngine &diag);
 std::unique_ptr<Module> parseModuleText(unsigned bufferId,
                                         DiagnosticEngine &diag);
 
+/// Parses \p text, which must lie within a buffer of \p diag's SourceMgr,
+/// as .fir text. This is how one chunk of a `--split-input-file` input is
+/// parsed: diagnostics keep the line numbers of the whole file.
+std::unique_ptr<Module> parseModuleText(llvm::StringRef text,
+                                        DiagnosticEngine &diag);
+
 /// Parses buffer \p bufferId as the JSON form of a module.
 std::unique_ptr<Module> parseModuleJSON(unsigned bufferId,
                                         DiagnosticEngine &diag);
