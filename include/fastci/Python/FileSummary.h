@@ -1,0 +1,124 @@
+//===- FileSummary.h - What one Python file contributes ---------*- C++ -*-===//
+//
+// A FileSummary is the complete, self-contained result of analysing one
+// Python file: its classes and functions with their qualified names, ranges
+// and hashes, its imports and call sites (already resolved through the
+// file's own bindings), its pytest items and the warnings it raised. It owns
+// all its strings, so files are summarized in parallel with no shared state,
+// and it has a compact binary form, so a summary can be cached by the file's
+// content and reused on the next run.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FASTCI_PYTHON_FILESUMMARY_H
+#define FASTCI_PYTHON_FILESUMMARY_H
+
+#include "fastci/IR/Module.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fastci::python {
+
+/// Index of an entity within its FileSummary; kModuleScope names the module.
+using LocalId = int32_t;
+/// The module-level scope of a file.
+inline constexpr LocalId kModuleScope = -1;
+
+/// A class or function (including lambdas bound to a name).
+struct EntitySummary {
+  /// Class or Function.
+  EntityKind kind = EntityKind::Function;
+  /// The bare name as written (`method`, `test_fwd`).
+  std::string name;
+  /// The `__qualname__`, made unique within the file (see docs/ParsePython.md
+  /// for the `#2` suffix of redefinitions).
+  std::string qualname;
+  /// The enclosing entity, or kModuleScope.
+  LocalId parent = kModuleScope;
+  /// `ast`-compatible range of the `def`/`class`/`lambda` node.
+  SourceRange range;
+  /// Normalized content hash.
+  uint64_t hash = 0;
+  /// Decorators as dotted names, outermost first.
+  std::vector<std::string> decorators;
+  bool isAsync = false;
+  /// A `name = lambda ...` binding rather than a `def`.
+  bool isLambda = false;
+  /// Decorated with `pytest.fixture`.
+  bool isFixture = false;
+};
+
+/// An import or a call site.
+struct EdgeSummary {
+  EdgeKind kind = EdgeKind::Call;
+  /// The entity containing it, or kModuleScope.
+  LocalId from = kModuleScope;
+  /// The dotted target, resolved through the file's bindings.
+  std::string target;
+  /// 1-based source line.
+  uint32_t line = 0;
+  /// For `from M import x`, the length of the `M` prefix of target; lets the
+  /// importer fall back to the module when `x` is not an entity.
+  uint32_t modulePrefix = 0;
+};
+
+/// A scalar value of a `fastci` marker's workload dictionary.
+struct WorkloadValue {
+  std::string key;
+  /// The value as an attribute (int, float, string or bool).
+  Attribute value;
+};
+
+/// A pytest item.
+struct TestSummary {
+  /// The node id as pytest prints it.
+  std::string nodeId;
+  /// The test function.
+  LocalId entry = kModuleScope;
+  /// Marker names, function markers first, then class and module markers.
+  std::vector<std::string> tags;
+  /// Set when parametrize ids could not be determined statically and this
+  /// one item stands for all cases.
+  bool parametrized = false;
+  /// From `@pytest.mark.fastci(scope=[...])`.
+  std::vector<std::string> scope;
+  /// From `@pytest.mark.fastci(workload={...})`.
+  std::vector<WorkloadValue> workload;
+};
+
+/// A problem found in the file (it never stops the run).
+struct FileWarning {
+  /// 1-based line and column, 0 when not known.
+  uint32_t line = 0, column = 0;
+  std::string message;
+};
+
+/// Everything one file contributes to the module.
+struct FileSummary {
+  /// Normalized hash of the module-level code outside classes and functions.
+  uint64_t moduleHash = 0;
+  /// Number of lines of the file (a final newline ends the last line).
+  uint32_t numLines = 0;
+  /// Length in bytes of the last line, without its newline: with numLines,
+  /// the end of the module's range.
+  uint32_t lastLineLength = 0;
+  /// Entities in pre-order (parents before children, source order).
+  std::vector<EntitySummary> entities;
+  std::vector<EdgeSummary> edges;
+  std::vector<TestSummary> tests;
+  std::vector<FileWarning> warnings;
+};
+
+/// Serializes \p summary in the cache's binary form.
+std::string serializeSummary(const FileSummary &summary);
+
+/// Reads back what serializeSummary wrote; a truncated, corrupted or
+/// foreign buffer is an error (the caller then reparses the file).
+llvm::Expected<FileSummary> deserializeSummary(llvm::StringRef buffer);
+
+} // namespace fastci::python
+
+#endif // FASTCI_PYTHON_FILESUMMARY_H

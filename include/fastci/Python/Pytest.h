@@ -1,0 +1,95 @@
+//===- Pytest.h - pytest's collection rules, statically ---------*- C++ -*-===//
+//
+// pytest decides at run time which objects are tests and what their node ids
+// are. This file reproduces those rules on the static view of a file: the
+// default name filters (`test_*.py`/`*_test.py`, `Test*` classes without
+// `__init__`, `test*` functions), marker names, and the id generation of
+// `@pytest.mark.parametrize` (explicit ids, then per-value ids joined by
+// `-`, made unique with pytest 8's suffixing), so the node ids FastCI emits
+// are byte-for-byte the ones `pytest --collect-only -q` prints.
+//
+// Decorator arguments reach this file as PyValue trees: literals evaluated
+// from the syntax tree, with anything that is not a literal kept as a name,
+// a call or "unknown".
+//
+//===----------------------------------------------------------------------===//
+#ifndef FASTCI_PYTHON_PYTEST_H
+#define FASTCI_PYTHON_PYTEST_H
+
+#include "fastci/Python/FileSummary.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fastci::python {
+
+/// A statically known Python value (or a stand-in for one that is not).
+struct PyValue {
+  enum class Kind : uint8_t {
+    /// Not a literal (a comprehension, an f-string with fields, ...).
+    Unknown,
+    None,
+    Bool,
+    Int,
+    Float,
+    /// A str; \c text holds its UTF-8 encoding.
+    Str,
+    /// A bytes literal; \c text holds the raw bytes.
+    Bytes,
+    Tuple,
+    List,
+    Set,
+    /// A dict literal; \c elements alternate keys and values.
+    Dict,
+    /// A name or attribute chain; \c text is the dotted name.
+    Name,
+    /// A call; \c text is the callee's dotted name ("" if not a name),
+    /// \c elements the positional and \c keywords the keyword arguments.
+    Call,
+  };
+  Kind kind = Kind::Unknown;
+  std::string text;
+  bool boolValue = false;
+  int64_t intValue = 0;
+  double floatValue = 0;
+  std::vector<PyValue> elements;
+  std::vector<std::pair<std::string, PyValue>> keywords;
+
+  /// The keyword argument \p name of a Call, or null.
+  const PyValue *getKeyword(llvm::StringRef name) const;
+  /// True for tuples and lists.
+  bool isSequence() const { return kind == Kind::Tuple || kind == Kind::List; }
+};
+
+/// Python's `repr(float)`: the shortest round-tripping digits, fixed
+/// notation for exponents in [-4, 16), scientific otherwise.
+std::string formatPythonFloat(double value);
+
+/// pytest's `ascii_escaped` of a str given as UTF-8.
+std::string asciiEscapeStr(llvm::StringRef utf8);
+/// pytest's `ascii_escaped` of a bytes value.
+std::string asciiEscapeBytes(llvm::StringRef bytes);
+
+/// The ids of one `parametrize(argnames, argvalues, ids=...)` call, or
+/// nothing when they cannot be determined statically. \p isLocalClassOrDef
+/// tells whether a bare name is a class or function defined in the file
+/// (pytest then uses its `__name__`).
+std::optional<std::vector<std::string>>
+computeParametrizeIds(const PyValue &call,
+                      llvm::function_ref<bool(llvm::StringRef)> isLocalDef);
+
+/// True for file names pytest collects by default.
+bool isPytestTestFile(llvm::StringRef fileName);
+
+/// Adds the pytest items of the file \p path to \p summary. \p decorators
+/// holds each entity's decorators as values (outermost first), and
+/// \p moduleMarks the marks of a module-level `pytestmark`.
+void collectPytestItems(llvm::StringRef path, FileSummary &summary,
+                        llvm::ArrayRef<std::vector<PyValue>> decorators,
+                        llvm::ArrayRef<PyValue> moduleMarks);
+
+} // namespace fastci::python
+
+#endif // FASTCI_PYTHON_PYTEST_H

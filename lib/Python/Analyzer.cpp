@@ -1,0 +1,1166 @@
+//===- Analyzer.cpp - Summarizing one Python file with tree-sitter --------===//
+//
+// One iterative walk of the syntax tree (deeply nested input cannot overflow
+// the stack) with a stack of open scopes. Each scope accumulates the token
+// stream of its own code — node kinds and leaf texts, never whitespace or
+// comments — so every entity's hash covers exactly its own tokens, with a
+// nested class or function replaced by a placeholder naming it.
+//
+// Ranges follow CPython's `ast`: a definition starts at `def`/`class`/`async`
+// (not at its decorators) and ends at the end of its last statement, which
+// is the last token of the node that is not a comment (a trailing `;`
+// counts)
+// (tree-sitter keeps trailing comments inside a block, `ast` does not).
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Python/Analyzer.h"
+#include "fastci/Python/Pytest.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/xxhash.h"
+#include <memory>
+#include <tree_sitter/api.h>
+
+extern "C" const TSLanguage *tree_sitter_python(void);
+
+using namespace fastci;
+using namespace fastci::python;
+using llvm::StringRef;
+
+namespace {
+//===----------------------------------------------------------------------===//
+// The grammar's symbols and fields, looked up once
+//===----------------------------------------------------------------------===//
+
+/// The node kinds the analyzer distinguishes.
+enum class Kind : uint8_t {
+  Other,
+  Module,
+  Comment,
+  Error,
+  FunctionDefinition,
+  ClassDefinition,
+  DecoratedDefinition,
+  Decorator,
+  Block,
+  ExpressionStatement,
+  Assignment,
+  Lambda,
+  Call,
+  Attribute,
+  Identifier,
+  ImportStatement,
+  ImportFromStatement,
+  FutureImportStatement,
+  DottedName,
+  AliasedImport,
+  RelativeImport,
+  ImportPrefix,
+  WildcardImport,
+  GlobalStatement,
+  String,
+  StringContent,
+  ConcatenatedString,
+  Interpolation,
+  Integer,
+  Float,
+  True,
+  False,
+  None,
+  Tuple,
+  List,
+  Set,
+  Dictionary,
+  Pair,
+  ParenthesizedExpression,
+  KeywordArgument,
+  UnaryOperator,
+  ArgumentList,
+  Async,
+  Semicolon,
+};
+
+struct Grammar {
+  const TSLanguage *language = tree_sitter_python();
+  std::vector<Kind> kinds;
+  TSFieldId name, body, definition, function, arguments, object, attribute,
+      left, right, moduleName, alias, value, key, operatorField, argument;
+
+  Grammar() {
+    static const std::pair<const char *, Kind> kNamed[] = {
+        {"module", Kind::Module},
+        {"comment", Kind::Comment},
+        {"ERROR", Kind::Error},
+        {"function_definition", Kind::FunctionDefinition},
+        {"class_definition", Kind::ClassDefinition},
+        {"decorated_definition", Kind::DecoratedDefinition},
+        {"decorator", Kind::Decorator},
+        {"block", Kind::Block},
+        {"expression_statement", Kind::ExpressionStatement},
+        {"assignment", Kind::Assignment},
+        {"lambda", Kind::Lambda},
+        {"call", Kind::Call},
+        {"attribute", Kind::Attribute},
+        {"identifier", Kind::Identifier},
+        {"import_statement", Kind::ImportStatement},
+        {"import_from_statement", Kind::ImportFromStatement},
+        {"future_import_statement", Kind::FutureImportStatement},
+        {"dotted_name", Kind::DottedName},
+        {"aliased_import", Kind::AliasedImport},
+        {"relative_import", Kind::RelativeImport},
+        {"import_prefix", Kind::ImportPrefix},
+        {"wildcard_import", Kind::WildcardImport},
+        {"global_statement", Kind::GlobalStatement},
+        {"string", Kind::String},
+        {"string_content", Kind::StringContent},
+        {"concatenated_string", Kind::ConcatenatedString},
+        {"interpolation", Kind::Interpolation},
+        {"integer", Kind::Integer},
+        {"float", Kind::Float},
+        {"true", Kind::True},
+        {"false", Kind::False},
+        {"none", Kind::None},
+        {"tuple", Kind::Tuple},
+        {"list", Kind::List},
+        {"set", Kind::Set},
+        {"dictionary", Kind::Dictionary},
+        {"pair", Kind::Pair},
+        {"parenthesized_expression", Kind::ParenthesizedExpression},
+        {"keyword_argument", Kind::KeywordArgument},
+        {"unary_operator", Kind::UnaryOperator},
+        {"argument_list", Kind::ArgumentList},
+    };
+    uint32_t count = ts_language_symbol_count(language);
+    kinds.assign(count, Kind::Other);
+    for (uint32_t symbol = 0; symbol < count; ++symbol) {
+      StringRef symbolName = ts_language_symbol_name(language, symbol);
+      bool named =
+          ts_language_symbol_type(language, symbol) == TSSymbolTypeRegular;
+      if (!named) {
+        if (symbolName == "async")
+          kinds[symbol] = Kind::Async;
+        else if (symbolName == ";")
+          kinds[symbol] = Kind::Semicolon;
+        continue;
+      }
+      for (const auto &[kindName, kind] : kNamed)
+        if (symbolName == kindName)
+          kinds[symbol] = kind;
+    }
+    auto field = [&](const char *fieldName) {
+      return ts_language_field_id_for_name(language, fieldName,
+                                           strlen(fieldName));
+    };
+    name = field("name");
+    body = field("body");
+    definition = field("definition");
+    function = field("function");
+    arguments = field("arguments");
+    object = field("object");
+    attribute = field("attribute");
+    left = field("left");
+    right = field("right");
+    moduleName = field("module_name");
+    alias = field("alias");
+    value = field("value");
+    key = field("key");
+    operatorField = field("operator");
+    argument = field("argument");
+  }
+
+  Kind kindOf(TSNode node) const {
+    if (ts_node_is_null(node))
+      return Kind::Other;
+    TSSymbol symbol = ts_node_symbol(node);
+    return symbol < kinds.size() ? kinds[symbol] : Kind::Other;
+  }
+};
+
+const Grammar &getGrammar() {
+  static const Grammar grammar;
+  return grammar;
+}
+
+/// A parser per thread: creating one per file would cost more than parsing
+/// small files.
+TSParser *getThreadParser() {
+  struct Deleter {
+    void operator()(TSParser *parser) const { ts_parser_delete(parser); }
+  };
+  thread_local std::unique_ptr<TSParser, Deleter> parser = [] {
+    std::unique_ptr<TSParser, Deleter> created(ts_parser_new());
+    ts_parser_set_language(created.get(), getGrammar().language);
+    // Error recovery on adversarial input is the one place tree-sitter can
+    // take unbounded time; give up (with a warning) rather than hang.
+    ts_parser_set_timeout_micros(created.get(), 30'000'000);
+    return created;
+  }();
+  return parser.get();
+}
+
+/// Iterates the children of a node with a cursor (ts_node_child(i) is
+/// linear in i, which would make wide nodes quadratic).
+template <typename Fn> void forEachChild(TSNode node, Fn fn) {
+  TSTreeCursor cursor = ts_tree_cursor_new(node);
+  if (ts_tree_cursor_goto_first_child(&cursor)) {
+    do {
+      fn(ts_tree_cursor_current_node(&cursor),
+         ts_tree_cursor_current_field_id(&cursor));
+    } while (ts_tree_cursor_goto_next_sibling(&cursor));
+  }
+  ts_tree_cursor_delete(&cursor);
+}
+
+//===----------------------------------------------------------------------===//
+// The file walk
+//===----------------------------------------------------------------------===//
+
+/// No entity (a failed lookup).
+constexpr LocalId kNoLocal = -2;
+
+/// What kind of Python scope an open frame is.
+enum class ScopeKind { Module, Class, Function };
+
+/// An open scope (the module, or an entity being walked).
+struct Frame {
+  ScopeKind scope;
+  LocalId entity;
+  /// Depth of the tree node that opened the frame.
+  uint32_t depth;
+  /// The docstring statement to leave out of the hash, if any.
+  const void *docstring = nullptr;
+  /// Names declared `global` in this scope (they reset `__qualname__`).
+  llvm::StringSet<> globals;
+  /// The token stream being hashed.
+  std::string tokens;
+};
+
+struct PendingCall {
+  LocalId from;
+  std::string callee;
+  uint32_t line;
+};
+
+class FileAnalyzer {
+public:
+  FileAnalyzer(StringRef source, StringRef path, StringRef moduleName)
+      : source(source), path(path), moduleName(moduleName),
+        grammar(getGrammar()) {}
+
+  FileSummary run();
+
+private:
+  StringRef text(TSNode node) const {
+    uint32_t begin = ts_node_start_byte(node), end = ts_node_end_byte(node);
+    if (begin > source.size() || end > source.size() || end < begin)
+      return {};
+    return source.slice(begin, end);
+  }
+  TSNode field(TSNode node, TSFieldId id) const {
+    return ts_node_child_by_field_id(node, id);
+  }
+
+  void walk(TSNode root);
+  bool enter(TSNode node, uint32_t depth);
+  void leave(TSNode node, uint32_t depth);
+
+  void openEntity(TSNode outer, TSNode def, StringRef name, EntityKind kind,
+                  uint32_t depth);
+  void closeFrame();
+  const void *findDocstring(TSNode body) const;
+  bool isPlainStr(TSNode node) const;
+  SourceRange getAstRange(TSNode node) const;
+  std::string getDottedName(TSNode node) const;
+  std::string getDecoratorName(TSNode expression) const;
+  void recordImport(TSNode node);
+  std::string resolveRelative(unsigned level, StringRef rest) const;
+  std::optional<PyValue> evaluate(TSNode node, unsigned depth) const;
+  std::optional<PyValue> evaluateString(TSNode node) const;
+  void recordSyntaxError(TSNode node);
+  void resolveCalls();
+  std::string resolveCallee(LocalId from, StringRef callee) const;
+  std::string symbolOf(LocalId id) const {
+    return moduleName.empty()
+               ? summary.entities[id].qualname
+               : (moduleName + "." + summary.entities[id].qualname).str();
+  }
+  LocalId currentEntity() const { return frames.back().entity; }
+
+  StringRef source, path, moduleName;
+  const Grammar &grammar;
+  FileSummary summary;
+  std::vector<Frame> frames;
+  /// Per-entity decorator values, for pytest collection.
+  std::vector<std::vector<PyValue>> decoratorValues;
+  std::vector<PyValue> moduleMarks;
+  /// The definition inside a decorated_definition whose entity is already
+  /// open, and the lambda bound by the assignment being walked.
+  const void *openedDefinition = nullptr;
+  const void *namedLambda = nullptr;
+  std::string namedLambdaName;
+  /// Open frames' hashing is muted inside a docstring until this depth.
+  uint32_t muteDepth = UINT32_MAX;
+  llvm::StringMap<unsigned> qualnameCounts;
+  /// Local name bindings from imports: name -> dotted target.
+  llvm::StringMap<std::string> importAliases;
+  std::vector<PendingCall> calls;
+  /// (scope, name) -> the first entity of that name in that scope.
+  llvm::DenseMap<std::pair<LocalId, StringRef>, LocalId> childByName;
+  unsigned numSyntaxErrors = 0;
+  uint32_t firstErrorLine = 0, firstErrorColumn = 0;
+};
+} // namespace
+
+FileSummary FileAnalyzer::run() {
+  // CPython's tokenizer drops a UTF-8 byte order mark; so do we, so that
+  // first-line columns agree.
+  if (source.starts_with("\xEF\xBB\xBF"))
+    source = source.drop_front(3);
+  StringRef content = source;
+  content.consume_back("\n");
+  content.consume_back("\r");
+  summary.numLines = content.count('\n') + 1;
+  summary.lastLineLength = content.size() - (content.rfind('\n') + 1);
+
+  const llvm::UTF8 *begin = reinterpret_cast<const llvm::UTF8 *>(source.data());
+  const llvm::UTF8 *cursor = begin;
+  if (!llvm::isLegalUTF8String(&cursor, begin + source.size())) {
+    size_t offset = cursor - begin;
+    StringRef before = source.take_front(offset);
+    size_t lineStart = before.rfind('\n') + 1; // npos + 1 == 0
+    summary.warnings.push_back(
+        {static_cast<uint32_t>(before.count('\n') + 1),
+         static_cast<uint32_t>(offset - lineStart + 1),
+         "file is not valid UTF-8; analysed as far as tree-sitter recovers"});
+  }
+
+  TSParser *parser = getThreadParser();
+  ts_parser_reset(parser);
+  TSTree *tree = ts_parser_parse_string(parser, nullptr, source.data(),
+                                        static_cast<uint32_t>(source.size()));
+  if (!tree) {
+    summary.warnings.push_back({0, 0, "parsing timed out; file skipped"});
+    return std::move(summary);
+  }
+  walk(ts_tree_root_node(tree));
+  ts_tree_delete(tree);
+
+  if (numSyntaxErrors) {
+    std::string message = "invalid syntax; entities recovered by tree-sitter";
+    if (numSyntaxErrors > 1)
+      message += " (" + std::to_string(numSyntaxErrors - 1) +
+                 " more syntax errors in this file)";
+    summary.warnings.push_back(
+        {firstErrorLine, firstErrorColumn, std::move(message)});
+  }
+  resolveCalls();
+  StringRef fileName = path.substr(path.rfind('/') + 1);
+  if (isPytestTestFile(fileName))
+    collectPytestItems(path, summary, decoratorValues, moduleMarks);
+  return std::move(summary);
+}
+
+void FileAnalyzer::walk(TSNode root) {
+  frames.push_back(Frame{ScopeKind::Module, kModuleScope, 0});
+  frames.back().docstring = findDocstring(root);
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  uint32_t depth = 0;
+  for (;;) {
+    TSNode node = ts_tree_cursor_current_node(&cursor);
+    if (enter(node, depth) && ts_tree_cursor_goto_first_child(&cursor)) {
+      ++depth;
+      continue;
+    }
+    leave(node, depth);
+    bool done = false;
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        done = true;
+        break;
+      }
+      --depth;
+      leave(ts_tree_cursor_current_node(&cursor), depth);
+    }
+    if (done)
+      break;
+  }
+  ts_tree_cursor_delete(&cursor);
+  while (!frames.empty())
+    closeFrame();
+}
+
+bool FileAnalyzer::enter(TSNode node, uint32_t depth) {
+  Kind kind = grammar.kindOf(node);
+  if (kind == Kind::Comment)
+    return false;
+  if (ts_node_is_missing(node) || kind == Kind::Error) {
+    recordSyntaxError(node);
+    if (ts_node_is_missing(node))
+      return false;
+  }
+  if (node.id == frames.back().docstring && muteDepth == UINT32_MAX)
+    muteDepth = depth;
+
+  switch (kind) {
+  case Kind::DecoratedDefinition: {
+    TSNode def = field(node, grammar.definition);
+    Kind defKind = grammar.kindOf(def);
+    if (defKind == Kind::FunctionDefinition ||
+        defKind == Kind::ClassDefinition) {
+      openEntity(node, def, text(field(def, grammar.name)),
+                 defKind == Kind::ClassDefinition ? EntityKind::Class
+                                                  : EntityKind::Function,
+                 depth);
+      openedDefinition = def.id;
+      return true;
+    }
+    break;
+  }
+  case Kind::FunctionDefinition:
+  case Kind::ClassDefinition:
+    if (node.id == openedDefinition) {
+      openedDefinition = nullptr;
+      break;
+    }
+    openEntity(node, node, text(field(node, grammar.name)),
+               kind == Kind::ClassDefinition ? EntityKind::Class
+                                             : EntityKind::Function,
+               depth);
+    return true;
+  case Kind::Assignment: {
+    // `name = lambda ...` (possibly annotated or parenthesized) names the
+    // lambda, as `def name` would; chained and tuple targets do not.
+    TSNode target = field(node, grammar.left);
+    TSNode value = field(node, grammar.right);
+    while (grammar.kindOf(value) == Kind::ParenthesizedExpression)
+      value = ts_node_named_child(value, 0);
+    if (grammar.kindOf(target) == Kind::Identifier &&
+        grammar.kindOf(value) == Kind::Lambda &&
+        grammar.kindOf(ts_node_parent(node)) != Kind::Assignment) {
+      namedLambda = value.id;
+      namedLambdaName = text(target).str();
+    }
+    if (frames.back().scope == ScopeKind::Module &&
+        grammar.kindOf(target) == Kind::Identifier &&
+        text(target) == "pytestmark") {
+      if (std::optional<PyValue> marks = evaluate(value, 0)) {
+        if (marks->isSequence())
+          moduleMarks = marks->elements;
+        else
+          moduleMarks = {*marks};
+      }
+    }
+    break;
+  }
+  case Kind::Lambda:
+    if (node.id == namedLambda) {
+      namedLambda = nullptr;
+      openEntity(node, node, namedLambdaName, EntityKind::Function, depth);
+      return true;
+    }
+    break;
+  case Kind::Call: {
+    std::string callee = getDottedName(field(node, grammar.function));
+    if (!callee.empty())
+      calls.push_back({currentEntity(), std::move(callee),
+                       ts_node_start_point(node).row + 1});
+    break;
+  }
+  case Kind::ImportStatement:
+  case Kind::ImportFromStatement:
+    recordImport(node);
+    break;
+  case Kind::GlobalStatement:
+    forEachChild(node, [&](TSNode child, TSFieldId) {
+      if (grammar.kindOf(child) == Kind::Identifier)
+        frames.back().globals.insert(text(child));
+    });
+    break;
+  default:
+    break;
+  }
+
+  if (depth < muteDepth) {
+    std::string &tokens = frames.back().tokens;
+    TSSymbol symbol = ts_node_symbol(node);
+    tokens.push_back(static_cast<char>(symbol & 0xff));
+    tokens.push_back(static_cast<char>(symbol >> 8));
+    // String contents are hashed whole: tree-sitter splits them around
+    // escape sequences, and the text in between matters.
+    if (ts_node_child_count(node) == 0 || kind == Kind::StringContent) {
+      tokens.append(text(node));
+      tokens.push_back('\0');
+    }
+  }
+  return true;
+}
+
+void FileAnalyzer::leave(TSNode node, uint32_t depth) {
+  if (depth == muteDepth)
+    muteDepth = UINT32_MAX;
+  if (frames.size() > 1 && frames.back().depth == depth)
+    closeFrame();
+}
+
+void FileAnalyzer::openEntity(TSNode outer, TSNode def, StringRef name,
+                              EntityKind kind, uint32_t depth) {
+  const Frame &parentFrame = frames.back();
+  EntitySummary entity;
+  entity.kind = kind;
+  entity.name = name.str();
+  entity.parent = parentFrame.entity;
+  std::string qualname;
+  if (parentFrame.scope == ScopeKind::Module ||
+      parentFrame.globals.contains(name))
+    qualname = entity.name;
+  else if (parentFrame.scope == ScopeKind::Class)
+    qualname =
+        summary.entities[parentFrame.entity].qualname + "." + entity.name;
+  else
+    qualname = summary.entities[parentFrame.entity].qualname + ".<locals>." +
+               entity.name;
+  unsigned count = ++qualnameCounts[qualname];
+  if (count > 1)
+    qualname += "#" + std::to_string(count);
+  entity.qualname = std::move(qualname);
+  entity.range = getAstRange(def);
+  entity.isLambda = grammar.kindOf(def) == Kind::Lambda;
+  if (!entity.isLambda && ts_node_child_count(def) > 0)
+    entity.isAsync = grammar.kindOf(ts_node_child(def, 0)) == Kind::Async;
+
+  std::vector<PyValue> decorators;
+  if (outer.id != def.id) {
+    forEachChild(outer, [&](TSNode child, TSFieldId) {
+      if (grammar.kindOf(child) != Kind::Decorator)
+        return;
+      TSNode expression = ts_node_named_child(child, 0);
+      std::string decorator = getDecoratorName(expression);
+      if (decorator == "pytest.fixture" || decorator == "fixture" ||
+          decorator == "pytest.yield_fixture")
+        entity.isFixture = true;
+      entity.decorators.push_back(std::move(decorator));
+      std::optional<PyValue> value = evaluate(expression, 0);
+      decorators.push_back(value ? std::move(*value) : PyValue());
+    });
+  }
+
+  // The parent hashes a placeholder, so adding, removing or renaming a
+  // member changes it while editing the member's body does not.
+  if (depth < muteDepth) {
+    std::string &parentTokens = frames.back().tokens;
+    parentTokens += kind == EntityKind::Class ? "\x01class " : "\x01def ";
+    parentTokens += name;
+    parentTokens.push_back('\0');
+  }
+
+  LocalId id = static_cast<LocalId>(summary.entities.size());
+  summary.entities.push_back(std::move(entity));
+  decoratorValues.push_back(std::move(decorators));
+  Frame frame{kind == EntityKind::Class ? ScopeKind::Class
+                                        : ScopeKind::Function,
+              id, depth};
+  if (grammar.kindOf(def) != Kind::Lambda)
+    frame.docstring = findDocstring(field(def, grammar.body));
+  frames.push_back(std::move(frame));
+}
+
+void FileAnalyzer::closeFrame() {
+  Frame &frame = frames.back();
+  uint64_t hash = llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(frame.tokens.data()),
+      frame.tokens.size()));
+  if (frame.entity == kModuleScope)
+    summary.moduleHash = hash;
+  else
+    summary.entities[frame.entity].hash = hash;
+  frames.pop_back();
+}
+
+const void *FileAnalyzer::findDocstring(TSNode body) const {
+  // Like CPython: the first statement, if it is a string literal expression
+  // (implicitly concatenated pieces included, f-strings excluded).
+  const void *docstring = nullptr;
+  bool seenStatement = false;
+  forEachChild(body, [&](TSNode child, TSFieldId) {
+    if (seenStatement || !ts_node_is_named(child) ||
+        grammar.kindOf(child) == Kind::Comment)
+      return;
+    seenStatement = true;
+    if (grammar.kindOf(child) != Kind::ExpressionStatement ||
+        ts_node_named_child_count(child) != 1)
+      return;
+    TSNode expression = ts_node_named_child(child, 0);
+    if (isPlainStr(expression))
+      docstring = child.id;
+  });
+  return docstring;
+}
+
+bool FileAnalyzer::isPlainStr(TSNode node) const {
+  Kind kind = grammar.kindOf(node);
+  if (kind == Kind::String) {
+    StringRef literal = text(node);
+    StringRef prefix = literal.take_front(literal.find_first_of("'\""));
+    return !prefix.contains_insensitive('f') &&
+           !prefix.contains_insensitive('b');
+  }
+  if (kind != Kind::ConcatenatedString)
+    return false;
+  bool plain = true;
+  forEachChild(node, [&](TSNode child, TSFieldId) {
+    if (ts_node_is_named(child) && grammar.kindOf(child) != Kind::Comment)
+      plain &= isPlainStr(child);
+  });
+  return plain;
+}
+
+SourceRange FileAnalyzer::getAstRange(TSNode node) const {
+  SourceRange range;
+  TSPoint start = ts_node_start_point(node);
+  range.startLine = start.row + 1;
+  range.startColumn = start.column;
+  // Descend along last children, skipping comments and zero-width
+  // (missing) tokens, to the last real token.
+  TSNode last = node;
+  for (unsigned guard = 0; guard < 100000; ++guard) {
+    uint32_t count = ts_node_child_count(last);
+    TSNode next = {};
+    bool found = false;
+    for (uint32_t i = count; i-- > 0;) {
+      TSNode child = ts_node_child(last, i);
+      Kind kind = grammar.kindOf(child);
+      if (kind == Kind::Comment ||
+          ts_node_start_byte(child) == ts_node_end_byte(child))
+        continue;
+      next = child;
+      found = true;
+      break;
+    }
+    if (!found)
+      break;
+    last = next;
+  }
+  TSPoint end = ts_node_end_point(last);
+  range.endLine = end.row + 1;
+  range.endColumn = end.column;
+  return range;
+}
+
+std::string FileAnalyzer::getDottedName(TSNode node) const {
+  llvm::SmallVector<StringRef, 8> parts;
+  while (grammar.kindOf(node) == Kind::Attribute) {
+    TSNode attribute = field(node, grammar.attribute);
+    if (ts_node_is_null(attribute))
+      return {};
+    parts.push_back(text(attribute));
+    node = field(node, grammar.object);
+  }
+  if (grammar.kindOf(node) != Kind::Identifier)
+    return {};
+  parts.push_back(text(node));
+  std::reverse(parts.begin(), parts.end());
+  return llvm::join(parts, ".");
+}
+
+std::string FileAnalyzer::getDecoratorName(TSNode expression) const {
+  TSNode callee = expression;
+  if (grammar.kindOf(expression) == Kind::Call)
+    callee = field(expression, grammar.function);
+  std::string dotted = getDottedName(callee);
+  if (!dotted.empty())
+    return dotted;
+  // Any other expression (PEP 614): its text with whitespace collapsed.
+  llvm::SmallVector<StringRef, 8> words;
+  text(expression).split(words, ' ', -1, /*KeepEmpty=*/false);
+  std::string joined = llvm::join(words, " ");
+  llvm::erase_if(joined, [](char c) { return c == '\n' || c == '\r'; });
+  return joined;
+}
+
+std::string FileAnalyzer::resolveRelative(unsigned level,
+                                          StringRef rest) const {
+  // The package a relative import starts from: the module itself for an
+  // `__init__.py`, else its parent.
+  StringRef package = moduleName;
+  if (!path.ends_with("__init__.py") || path == "__init__.py")
+    package = package.contains('.') ? package.rsplit('.').first : "";
+  for (unsigned i = 1; i < level; ++i) {
+    if (package.empty())
+      return (std::string(level, '.') + rest).str();
+    package = package.contains('.') ? package.rsplit('.').first : "";
+  }
+  if (package.empty())
+    return rest.empty() ? std::string(level, '.') : rest.str();
+  return rest.empty() ? package.str() : (package + "." + rest).str();
+}
+
+void FileAnalyzer::recordImport(TSNode node) {
+  LocalId from = currentEntity();
+  uint32_t line = ts_node_start_point(node).row + 1;
+  if (grammar.kindOf(node) == Kind::ImportStatement) {
+    forEachChild(node, [&](TSNode child, TSFieldId fieldId) {
+      if (fieldId != grammar.name)
+        return;
+      if (grammar.kindOf(child) == Kind::AliasedImport) {
+        std::string target = text(field(child, grammar.name)).str();
+        importAliases[text(field(child, grammar.alias))] = target;
+        summary.edges.push_back({EdgeKind::Import, from, target, line, 0});
+        return;
+      }
+      std::string target = text(child).str();
+      // `import a.b` binds `a`.
+      StringRef head = StringRef(target).split('.').first;
+      importAliases.try_emplace(head, head.str());
+      summary.edges.push_back({EdgeKind::Import, from, target, line, 0});
+    });
+    return;
+  }
+
+  TSNode moduleNode = field(node, grammar.moduleName);
+  std::string module;
+  if (grammar.kindOf(moduleNode) == Kind::RelativeImport) {
+    unsigned level = 0;
+    StringRef rest;
+    forEachChild(moduleNode, [&](TSNode child, TSFieldId) {
+      if (grammar.kindOf(child) == Kind::ImportPrefix)
+        level = text(child).count('.');
+      else if (grammar.kindOf(child) == Kind::DottedName)
+        rest = text(child);
+    });
+    module = resolveRelative(level, rest);
+  } else {
+    module = text(moduleNode).str();
+  }
+  bool any = false;
+  forEachChild(node, [&](TSNode child, TSFieldId fieldId) {
+    if (grammar.kindOf(child) == Kind::WildcardImport) {
+      summary.edges.push_back({EdgeKind::Import, from, module, line,
+                               static_cast<uint32_t>(module.size())});
+      any = true;
+      return;
+    }
+    if (fieldId != grammar.name)
+      return;
+    StringRef name = text(child), bound = name;
+    if (grammar.kindOf(child) == Kind::AliasedImport) {
+      name = text(field(child, grammar.name));
+      bound = text(field(child, grammar.alias));
+    }
+    std::string target =
+        module.empty() ? name.str() : module + "." + name.str();
+    importAliases[bound] = target;
+    summary.edges.push_back({EdgeKind::Import, from, target, line,
+                             static_cast<uint32_t>(module.size())});
+    any = true;
+  });
+  if (!any && !module.empty())
+    summary.edges.push_back({EdgeKind::Import, from, module, line,
+                             static_cast<uint32_t>(module.size())});
+}
+
+void FileAnalyzer::recordSyntaxError(TSNode node) {
+  if (numSyntaxErrors++ == 0) {
+    TSPoint point = ts_node_start_point(node);
+    firstErrorLine = point.row + 1;
+    firstErrorColumn = point.column + 1;
+  }
+}
+
+std::string FileAnalyzer::resolveCallee(LocalId from, StringRef callee) const {
+  auto [head, rest] = callee.split('.');
+  auto withRest = [&](std::string base) {
+    return rest.empty() ? base : base + "." + rest.str();
+  };
+  // `self.m()` / `cls.m()` inside a class: that class's member.
+  if ((head == "self" || head == "cls") && !rest.empty()) {
+    for (LocalId id = from; id != kModuleScope;
+         id = summary.entities[id].parent)
+      if (summary.entities[id].kind == EntityKind::Class)
+        return withRest(symbolOf(id));
+    return callee.str();
+  }
+  // Python's scoping: enclosing function scopes (class bodies are not
+  // visible from their methods), then the module, then imports.
+  auto findChild = [&](LocalId scope) -> LocalId {
+    auto it = childByName.find({scope, head});
+    return it == childByName.end() ? kNoLocal : it->second;
+  };
+  bool first = true;
+  for (LocalId scope = from; scope != kModuleScope;
+       scope = summary.entities[scope].parent, first = false) {
+    if (summary.entities[scope].kind == EntityKind::Class && !first)
+      continue;
+    LocalId found = findChild(scope);
+    if (found >= 0)
+      return withRest(symbolOf(found));
+  }
+  LocalId found = findChild(kModuleScope);
+  if (found >= 0)
+    return withRest(symbolOf(found));
+  auto alias = importAliases.find(head);
+  if (alias != importAliases.end())
+    return withRest(alias->second);
+  return callee.str();
+}
+
+void FileAnalyzer::resolveCalls() {
+  // The first binding of a name in a scope stands for it.
+  for (LocalId id = 0; id < static_cast<LocalId>(summary.entities.size());
+       ++id) {
+    const EntitySummary &entity = summary.entities[id];
+    childByName.try_emplace({entity.parent, entity.name}, id);
+  }
+  llvm::StringSet<> seen;
+  for (const PendingCall &call : calls) {
+    std::string target = resolveCallee(call.from, call.callee);
+    std::string key = std::to_string(call.from) + ":" +
+                      std::to_string(call.line) + ":" + target;
+    if (!seen.insert(key).second)
+      continue;
+    summary.edges.push_back(
+        {EdgeKind::Call, call.from, std::move(target), call.line, 0});
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Literal evaluation (decorator arguments, pytestmark)
+//===----------------------------------------------------------------------===//
+
+/// Appends code point \p cp to \p out as UTF-8 (surrogates included, as
+/// CPython's str can hold them).
+static void appendCodePoint(std::string &out, uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | cp >> 6));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | cp >> 12));
+    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | cp >> 18));
+    out.push_back(static_cast<char>(0x80 | (cp >> 12 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+/// Decodes the body of one string literal with Python's escape rules.
+/// Returns false for escapes that cannot be decoded statically (\N{...}).
+static bool decodeEscapes(StringRef body, bool isBytes, bool isFString,
+                          std::string &out) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (isFString && (c == '{' || c == '}') && i + 1 < body.size() &&
+        body[i + 1] == c) {
+      out.push_back(c);
+      ++i;
+      continue;
+    }
+    if (c != '\\' || i + 1 == body.size()) {
+      out.push_back(c);
+      continue;
+    }
+    char e = body[++i];
+    auto hex = [&](unsigned digits) -> std::optional<uint32_t> {
+      uint32_t value = 0;
+      for (unsigned k = 1; k <= digits; ++k) {
+        if (i + k >= body.size() || !llvm::isHexDigit(body[i + k]))
+          return std::nullopt;
+        value = value * 16 + llvm::hexDigitValue(body[i + k]);
+      }
+      i += digits;
+      return value;
+    };
+    switch (e) {
+    case '\n':
+      break;
+    case '\\':
+    case '\'':
+    case '"':
+      out.push_back(e);
+      break;
+    case 'a':
+      out.push_back('\a');
+      break;
+    case 'b':
+      out.push_back('\b');
+      break;
+    case 'f':
+      out.push_back('\f');
+      break;
+    case 'n':
+      out.push_back('\n');
+      break;
+    case 'r':
+      out.push_back('\r');
+      break;
+    case 't':
+      out.push_back('\t');
+      break;
+    case 'v':
+      out.push_back('\v');
+      break;
+    case 'x': {
+      std::optional<uint32_t> value = hex(2);
+      if (!value)
+        return false;
+      if (isBytes)
+        out.push_back(static_cast<char>(*value));
+      else
+        appendCodePoint(out, *value);
+      break;
+    }
+    case 'u':
+    case 'U': {
+      if (isBytes) {
+        out.push_back('\\');
+        out.push_back(e);
+        break;
+      }
+      std::optional<uint32_t> value = hex(e == 'u' ? 4 : 8);
+      if (!value || *value > 0x10FFFF)
+        return false;
+      appendCodePoint(out, *value);
+      break;
+    }
+    case 'N':
+      if (isBytes) {
+        out.push_back('\\');
+        out.push_back(e);
+        break;
+      }
+      return false;
+    default:
+      if (e >= '0' && e <= '7') {
+        uint32_t value = e - '0';
+        for (unsigned k = 0; k < 2 && i + 1 < body.size() &&
+                             body[i + 1] >= '0' && body[i + 1] <= '7';
+             ++k)
+          value = value * 8 + (body[++i] - '0');
+        if (isBytes)
+          out.push_back(static_cast<char>(value & 0xFF));
+        else
+          appendCodePoint(out, value);
+        break;
+      }
+      // Unknown escapes are kept verbatim.
+      out.push_back('\\');
+      out.push_back(e);
+      break;
+    }
+  }
+  return true;
+}
+
+std::optional<PyValue> FileAnalyzer::evaluateString(TSNode node) const {
+  bool hasInterpolation = false;
+  forEachChild(node, [&](TSNode child, TSFieldId) {
+    hasInterpolation |= grammar.kindOf(child) == Kind::Interpolation;
+  });
+  if (hasInterpolation)
+    return std::nullopt;
+  StringRef literal = text(node);
+  size_t quote = literal.find_first_of("'\"");
+  if (quote == StringRef::npos)
+    return std::nullopt;
+  std::string prefix = literal.take_front(quote).lower();
+  StringRef rest = literal.drop_front(quote);
+  size_t quoteLength =
+      rest.starts_with("'''") || rest.starts_with("\"\"\"") ? 3 : 1;
+  if (rest.size() < 2 * quoteLength)
+    return std::nullopt;
+  StringRef body = rest.drop_front(quoteLength).drop_back(quoteLength);
+  PyValue value;
+  bool isBytes = StringRef(prefix).contains('b');
+  value.kind = isBytes ? PyValue::Kind::Bytes : PyValue::Kind::Str;
+  if (StringRef(prefix).contains('r')) {
+    value.text = body.str();
+    return value;
+  }
+  if (!decodeEscapes(body, isBytes, StringRef(prefix).contains('f'),
+                     value.text))
+    return std::nullopt;
+  return value;
+}
+
+std::optional<PyValue> FileAnalyzer::evaluate(TSNode node,
+                                              unsigned depth) const {
+  if (ts_node_is_null(node) || depth > 32)
+    return std::nullopt;
+  PyValue value;
+  switch (grammar.kindOf(node)) {
+  case Kind::True:
+  case Kind::False:
+    value.kind = PyValue::Kind::Bool;
+    value.boolValue = grammar.kindOf(node) == Kind::True;
+    return value;
+  case Kind::None:
+    value.kind = PyValue::Kind::None;
+    return value;
+  case Kind::Integer: {
+    std::string digits = text(node).str();
+    llvm::erase(digits, '_');
+    StringRef ref = digits;
+    if (ref.ends_with("j") || ref.ends_with("J"))
+      return std::nullopt;
+    unsigned radix = 10;
+    if (ref.starts_with_insensitive("0x"))
+      radix = 16;
+    else if (ref.starts_with_insensitive("0o"))
+      radix = 8;
+    else if (ref.starts_with_insensitive("0b"))
+      radix = 2;
+    if (radix != 10)
+      ref = ref.drop_front(2);
+    unsigned long long parsed;
+    if (llvm::getAsUnsignedInteger(ref, radix, parsed) ||
+        parsed > static_cast<unsigned long long>(INT64_MAX))
+      return std::nullopt;
+    value.kind = PyValue::Kind::Int;
+    value.intValue = static_cast<int64_t>(parsed);
+    return value;
+  }
+  case Kind::Float: {
+    std::string digits = text(node).str();
+    llvm::erase(digits, '_');
+    if (StringRef(digits).ends_with_insensitive("j"))
+      return std::nullopt;
+    value.kind = PyValue::Kind::Float;
+    value.floatValue = strtod(digits.c_str(), nullptr);
+    return value;
+  }
+  case Kind::String:
+    return evaluateString(node);
+  case Kind::ConcatenatedString: {
+    std::optional<PyValue> joined;
+    bool ok = true;
+    forEachChild(node, [&](TSNode child, TSFieldId) {
+      if (!ok || grammar.kindOf(child) != Kind::String)
+        return;
+      std::optional<PyValue> piece = evaluateString(child);
+      if (!piece || (joined && joined->kind != piece->kind)) {
+        ok = false;
+        return;
+      }
+      if (!joined)
+        joined = std::move(piece);
+      else
+        joined->text += piece->text;
+    });
+    return ok ? joined : std::nullopt;
+  }
+  case Kind::UnaryOperator: {
+    std::optional<PyValue> operand =
+        evaluate(field(node, grammar.argument), depth + 1);
+    StringRef op = text(field(node, grammar.operatorField));
+    if (!operand || (op != "-" && op != "+"))
+      return std::nullopt;
+    if (op == "+")
+      return operand;
+    if (operand->kind == PyValue::Kind::Int)
+      operand->intValue = -operand->intValue;
+    else if (operand->kind == PyValue::Kind::Float)
+      operand->floatValue = -operand->floatValue;
+    else
+      return std::nullopt;
+    return operand;
+  }
+  case Kind::ParenthesizedExpression:
+    return evaluate(ts_node_named_child(node, 0), depth + 1);
+  case Kind::Tuple:
+  case Kind::List:
+  case Kind::Set:
+  case Kind::Dictionary: {
+    Kind kind = grammar.kindOf(node);
+    value.kind = kind == Kind::Tuple  ? PyValue::Kind::Tuple
+                 : kind == Kind::List ? PyValue::Kind::List
+                 : kind == Kind::Set  ? PyValue::Kind::Set
+                                      : PyValue::Kind::Dict;
+    bool ok = true;
+    forEachChild(node, [&](TSNode child, TSFieldId) {
+      if (!ok || !ts_node_is_named(child) ||
+          grammar.kindOf(child) == Kind::Comment)
+        return;
+      if (value.kind == PyValue::Kind::Dict) {
+        if (grammar.kindOf(child) != Kind::Pair) {
+          ok = false;
+          return;
+        }
+        std::optional<PyValue> key =
+            evaluate(field(child, grammar.key), depth + 1);
+        std::optional<PyValue> item =
+            evaluate(field(child, grammar.value), depth + 1);
+        if (!key || !item) {
+          ok = false;
+          return;
+        }
+        value.elements.push_back(std::move(*key));
+        value.elements.push_back(std::move(*item));
+        return;
+      }
+      std::optional<PyValue> element = evaluate(child, depth + 1);
+      if (!element) {
+        // A non-literal element keeps its place as Unknown: parametrize can
+        // still give it an `argname<index>` id.
+        if (kind == Kind::Tuple || kind == Kind::List) {
+          value.elements.emplace_back();
+          return;
+        }
+        ok = false;
+        return;
+      }
+      value.elements.push_back(std::move(*element));
+    });
+    if (!ok)
+      return std::nullopt;
+    return value;
+  }
+  case Kind::Identifier:
+  case Kind::Attribute: {
+    std::string dotted = getDottedName(node);
+    if (dotted.empty())
+      return std::nullopt;
+    value.kind = PyValue::Kind::Name;
+    value.text = std::move(dotted);
+    return value;
+  }
+  case Kind::Call: {
+    value.kind = PyValue::Kind::Call;
+    value.text = getDottedName(field(node, grammar.function));
+    TSNode arguments = field(node, grammar.arguments);
+    if (grammar.kindOf(arguments) != Kind::ArgumentList)
+      return value.text.empty() ? std::nullopt : std::optional(value);
+    bool ok = true;
+    forEachChild(arguments, [&](TSNode child, TSFieldId) {
+      if (!ok || !ts_node_is_named(child) ||
+          grammar.kindOf(child) == Kind::Comment)
+        return;
+      if (grammar.kindOf(child) == Kind::KeywordArgument) {
+        std::optional<PyValue> argument =
+            evaluate(field(child, grammar.value), depth + 1);
+        value.keywords.emplace_back(text(field(child, grammar.name)).str(),
+                                    argument ? std::move(*argument)
+                                             : PyValue());
+        return;
+      }
+      std::optional<PyValue> argument = evaluate(child, depth + 1);
+      value.elements.push_back(argument ? std::move(*argument) : PyValue());
+    });
+    return value;
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+FileSummary fastci::python::analyzePythonSource(StringRef source,
+                                                StringRef path,
+                                                StringRef moduleName) {
+  return FileAnalyzer(source, path, moduleName).run();
+}

@@ -1,0 +1,272 @@
+//===- FileSummary.cpp - Binary form of a file summary --------------------===//
+//
+// The cache format is a flat little-endian stream: a magic word with a format
+// version, then each vector as a count followed by its elements. Every read
+// is bounds-checked, so a damaged cache entry is a miss, never a crash.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Python/FileSummary.h"
+#include "llvm/Support/Endian.h"
+
+using namespace fastci;
+using namespace fastci::python;
+using llvm::StringRef;
+
+namespace {
+/// Bumped whenever the summary or its meaning changes, so that stale cache
+/// entries of older builds are ignored rather than misread.
+constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
+constexpr uint32_t kSummaryVersion = 2;
+
+class Writer {
+public:
+  explicit Writer(std::string &out) : out(out) {}
+  void u8(uint8_t value) { out.push_back(static_cast<char>(value)); }
+  void u32(uint32_t value) {
+    char bytes[4];
+    llvm::support::endian::write32le(bytes, value);
+    out.append(bytes, 4);
+  }
+  void u64(uint64_t value) {
+    char bytes[8];
+    llvm::support::endian::write64le(bytes, value);
+    out.append(bytes, 8);
+  }
+  void str(StringRef value) {
+    u32(value.size());
+    out.append(value.data(), value.size());
+  }
+  void range(const SourceRange &range) {
+    u32(range.startLine);
+    u32(range.startColumn);
+    u32(range.endLine);
+    u32(range.endColumn);
+  }
+  void strings(const std::vector<std::string> &values) {
+    u32(values.size());
+    for (const std::string &value : values)
+      str(value);
+  }
+
+private:
+  std::string &out;
+};
+
+class Reader {
+public:
+  explicit Reader(StringRef in) : in(in) {}
+  bool ok() const { return !failed; }
+
+  uint8_t u8() { return take(1) ? static_cast<uint8_t>(last[0]) : 0; }
+  uint32_t u32() {
+    return take(4) ? llvm::support::endian::read32le(last.data()) : 0;
+  }
+  uint64_t u64() {
+    return take(8) ? llvm::support::endian::read64le(last.data()) : 0;
+  }
+  std::string str() {
+    uint32_t size = u32();
+    return take(size) ? last.str() : std::string();
+  }
+  SourceRange range() {
+    SourceRange result;
+    result.startLine = u32();
+    result.startColumn = u32();
+    result.endLine = u32();
+    result.endColumn = u32();
+    return result;
+  }
+  std::vector<std::string> strings() {
+    std::vector<std::string> values(count());
+    for (std::string &value : values)
+      value = str();
+    return values;
+  }
+  /// A element count, bounded by the bytes left so that a corrupted count
+  /// cannot ask for a huge allocation.
+  uint32_t count() {
+    uint32_t n = u32();
+    if (n > in.size()) {
+      failed = true;
+      return 0;
+    }
+    return n;
+  }
+  bool atEnd() const { return in.empty(); }
+
+private:
+  bool take(size_t n) {
+    if (failed || in.size() < n) {
+      failed = true;
+      return false;
+    }
+    last = in.take_front(n);
+    in = in.drop_front(n);
+    return true;
+  }
+  StringRef in, last;
+  bool failed = false;
+};
+
+enum class ValueTag : uint8_t { Int, Float, String, Bool };
+} // namespace
+
+std::string fastci::python::serializeSummary(const FileSummary &summary) {
+  std::string out;
+  Writer w(out);
+  w.u32(kSummaryMagic);
+  w.u32(kSummaryVersion);
+  w.u64(summary.moduleHash);
+  w.u32(summary.numLines);
+  w.u32(summary.lastLineLength);
+  w.u32(summary.entities.size());
+  for (const EntitySummary &entity : summary.entities) {
+    w.u8(static_cast<uint8_t>(entity.kind));
+    w.str(entity.name);
+    w.str(entity.qualname);
+    w.u32(static_cast<uint32_t>(entity.parent));
+    w.range(entity.range);
+    w.u64(entity.hash);
+    w.strings(entity.decorators);
+    w.u8(entity.isAsync | entity.isLambda << 1 | entity.isFixture << 2);
+  }
+  w.u32(summary.edges.size());
+  for (const EdgeSummary &edge : summary.edges) {
+    w.u8(static_cast<uint8_t>(edge.kind));
+    w.u32(static_cast<uint32_t>(edge.from));
+    w.str(edge.target);
+    w.u32(edge.line);
+    w.u32(edge.modulePrefix);
+  }
+  w.u32(summary.tests.size());
+  for (const TestSummary &test : summary.tests) {
+    w.str(test.nodeId);
+    w.u32(static_cast<uint32_t>(test.entry));
+    w.strings(test.tags);
+    w.u8(test.parametrized);
+    w.strings(test.scope);
+    w.u32(test.workload.size());
+    for (const WorkloadValue &value : test.workload) {
+      w.str(value.key);
+      if (value.value.isInt()) {
+        w.u8(static_cast<uint8_t>(ValueTag::Int));
+        w.u64(static_cast<uint64_t>(value.value.getInt()));
+      } else if (value.value.isFloat()) {
+        w.u8(static_cast<uint8_t>(ValueTag::Float));
+        double number = value.value.getNumber();
+        uint64_t bits;
+        memcpy(&bits, &number, sizeof(bits));
+        w.u64(bits);
+      } else if (value.value.isBool()) {
+        w.u8(static_cast<uint8_t>(ValueTag::Bool));
+        w.u8(value.value.getBool());
+      } else {
+        w.u8(static_cast<uint8_t>(ValueTag::String));
+        w.str(value.value.isString() ? value.value.getString() : "");
+      }
+    }
+  }
+  w.u32(summary.warnings.size());
+  for (const FileWarning &warning : summary.warnings) {
+    w.u32(warning.line);
+    w.u32(warning.column);
+    w.str(warning.message);
+  }
+  return out;
+}
+
+llvm::Expected<FileSummary>
+fastci::python::deserializeSummary(StringRef buffer) {
+  Reader r(buffer);
+  if (r.u32() != kSummaryMagic || r.u32() != kSummaryVersion)
+    return llvm::createStringError("not a summary of this format version");
+  FileSummary summary;
+  summary.moduleHash = r.u64();
+  summary.numLines = r.u32();
+  summary.lastLineLength = r.u32();
+  summary.entities.resize(r.count());
+  for (EntitySummary &entity : summary.entities) {
+    uint8_t kind = r.u8();
+    if (kind > static_cast<uint8_t>(EntityKind::Function))
+      return llvm::createStringError("bad entity kind");
+    entity.kind = static_cast<EntityKind>(kind);
+    entity.name = r.str();
+    entity.qualname = r.str();
+    entity.parent = static_cast<LocalId>(r.u32());
+    entity.range = r.range();
+    entity.hash = r.u64();
+    entity.decorators = r.strings();
+    uint8_t flags = r.u8();
+    entity.isAsync = flags & 1;
+    entity.isLambda = flags & 2;
+    entity.isFixture = flags & 4;
+  }
+  summary.edges.resize(r.count());
+  for (EdgeSummary &edge : summary.edges) {
+    uint8_t kind = r.u8();
+    if (kind > static_cast<uint8_t>(EdgeKind::Call))
+      return llvm::createStringError("bad edge kind");
+    edge.kind = static_cast<EdgeKind>(kind);
+    edge.from = static_cast<LocalId>(r.u32());
+    edge.target = r.str();
+    edge.line = r.u32();
+    edge.modulePrefix = r.u32();
+  }
+  summary.tests.resize(r.count());
+  for (TestSummary &test : summary.tests) {
+    test.nodeId = r.str();
+    test.entry = static_cast<LocalId>(r.u32());
+    test.tags = r.strings();
+    test.parametrized = r.u8();
+    test.scope = r.strings();
+    test.workload.resize(r.count());
+    for (WorkloadValue &value : test.workload) {
+      value.key = r.str();
+      switch (static_cast<ValueTag>(r.u8())) {
+      case ValueTag::Int:
+        value.value = Attribute::getInt(static_cast<int64_t>(r.u64()));
+        break;
+      case ValueTag::Float: {
+        uint64_t bits = r.u64();
+        double number;
+        memcpy(&number, &bits, sizeof(number));
+        value.value = Attribute::getFloat(number);
+        break;
+      }
+      case ValueTag::Bool:
+        value.value = Attribute::getBool(r.u8());
+        break;
+      case ValueTag::String:
+        value.value = Attribute::getString(r.str());
+        break;
+      default:
+        return llvm::createStringError("bad workload value");
+      }
+    }
+  }
+  summary.warnings.resize(r.count());
+  for (FileWarning &warning : summary.warnings) {
+    warning.line = r.u32();
+    warning.column = r.u32();
+    warning.message = r.str();
+  }
+  if (!r.ok() || !r.atEnd())
+    return llvm::createStringError("truncated or corrupted summary");
+  // Local ids must point backwards (parents precede children) or the
+  // importer would index out of range.
+  auto validLocal = [&](LocalId id, size_t limit) {
+    return id == kModuleScope || (id >= 0 && static_cast<size_t>(id) < limit);
+  };
+  for (size_t i = 0; i < summary.entities.size(); ++i)
+    if (!validLocal(summary.entities[i].parent, i))
+      return llvm::createStringError("bad entity parent");
+  for (const EdgeSummary &edge : summary.edges)
+    if (!validLocal(edge.from, summary.entities.size()) ||
+        edge.modulePrefix > edge.target.size())
+      return llvm::createStringError("bad edge");
+  for (const TestSummary &test : summary.tests)
+    if (test.entry < 0 ||
+        static_cast<size_t>(test.entry) >= summary.entities.size())
+      return llvm::createStringError("bad test entry");
+  return summary;
+}

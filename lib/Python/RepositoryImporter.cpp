@@ -1,0 +1,322 @@
+//===- RepositoryImporter.cpp - A Python repository into the IR -----------===//
+//
+// Parallelism is confined to the per-file stage, whose results land in a
+// vector indexed by the file's position in the sorted list; everything that
+// touches the Module runs afterwards on one thread, in that order. The cache
+// key covers the file's bytes, its path and module name (symbols and node
+// ids depend on them) and the summary format version (inside the entry).
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Python/RepositoryImporter.h"
+#include "fastci/Python/Analyzer.h"
+#include "fastci/Python/FileSummary.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+using namespace fastci;
+using namespace fastci::python;
+using llvm::StringRef;
+namespace fs = llvm::sys::fs;
+
+namespace {
+/// The outcome of the per-file stage.
+struct FileResult {
+  std::optional<FileSummary> summary;
+  uint64_t contentHash = 0;
+  uint64_t size = 0;
+  /// Set when the file could not be read at all.
+  std::string readError;
+  bool fromCache = false;
+};
+
+uint64_t hashBytes(StringRef bytes) {
+  return llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
+}
+
+/// Draws `files done / total` on a terminal; silent otherwise.
+class ProgressBar {
+public:
+  ProgressBar(size_t total, bool enabled)
+      : total(total),
+        enabled(enabled && llvm::sys::Process::StandardErrIsDisplayed()),
+        start(std::chrono::steady_clock::now()) {}
+  ~ProgressBar() {
+    if (drawn)
+      llvm::errs() << "\r\x1b[K";
+  }
+
+  void tick() {
+    size_t done = ++finished;
+    if (!enabled)
+      return;
+    std::unique_lock<std::mutex> lock(mutex, std::try_to_lock);
+    if (!lock.owns_lock())
+      return;
+    auto now = std::chrono::steady_clock::now();
+    // Short runs finish before a bar would be readable.
+    if (now - start < std::chrono::milliseconds(300) ||
+        now - lastDraw < std::chrono::milliseconds(50))
+      return;
+    lastDraw = now;
+    drawn = true;
+    constexpr size_t kWidth = 30;
+    size_t filled = total ? done * kWidth / total : kWidth;
+    llvm::errs() << "\r[parse-python] [" << std::string(filled, '#')
+                 << std::string(kWidth - filled, ' ') << "] " << done << "/"
+                 << total << " files";
+    llvm::errs().flush();
+  }
+
+private:
+  size_t total;
+  bool enabled;
+  std::atomic<size_t> finished{0};
+  std::mutex mutex;
+  std::chrono::steady_clock::time_point start, lastDraw;
+  bool drawn = false;
+};
+
+class Importer {
+public:
+  Importer(Module &module, const ImportOptions &options, DiagnosticEngine &diag,
+           ImportStatistics &stats)
+      : module(module), options(options), diag(diag), stats(stats) {}
+
+  LogicalResult run();
+
+private:
+  FileResult processFile(const SourceFile &file) const;
+  std::string getCachePath(const SourceFile &file, uint64_t contentHash) const;
+  void writeCache(StringRef cachePath, const FileSummary &summary) const;
+  std::string getDiskPath(StringRef relPath) const {
+    llvm::SmallString<256> path(options.tree.root);
+    llvm::sys::path::append(path, relPath);
+    return std::string(path);
+  }
+  /// Interns \p symbol, suffixing `#2`, `#3`, ... when it is taken.
+  std::string makeUnique(std::string symbol);
+
+  Module &module;
+  const ImportOptions &options;
+  DiagnosticEngine &diag;
+  ImportStatistics &stats;
+  llvm::StringMap<unsigned> symbolCounts;
+};
+} // namespace
+
+FileResult Importer::processFile(const SourceFile &file) const {
+  FileResult result;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(getDiskPath(file.path), /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    result.readError = buffer.getError().message();
+    return result;
+  }
+  StringRef source = (*buffer)->getBuffer();
+  result.contentHash = hashBytes(source);
+  result.size = source.size();
+  std::string cachePath;
+  if (!options.cacheDir.empty()) {
+    cachePath = getCachePath(file, result.contentHash);
+    if (auto cached = llvm::MemoryBuffer::getFile(cachePath, false, false)) {
+      llvm::Expected<FileSummary> summary =
+          deserializeSummary((*cached)->getBuffer());
+      if (summary) {
+        result.summary = std::move(*summary);
+        result.fromCache = true;
+        return result;
+      }
+      // A damaged entry is simply rebuilt.
+      llvm::consumeError(summary.takeError());
+    }
+  }
+  result.summary = analyzePythonSource(source, file.path, file.moduleName);
+  if (!cachePath.empty())
+    writeCache(cachePath, *result.summary);
+  return result;
+}
+
+std::string Importer::getCachePath(const SourceFile &file,
+                                   uint64_t contentHash) const {
+  std::string identity = file.path + '\0' + file.moduleName;
+  uint64_t key = contentHash ^ (hashBytes(identity) * 0x9E3779B97F4A7C15ULL);
+  llvm::SmallString<256> path(options.cacheDir);
+  llvm::sys::path::append(path, llvm::utohexstr(key, /*LowerCase=*/true) +
+                                    ".summary");
+  return std::string(path);
+}
+
+void Importer::writeCache(StringRef cachePath,
+                          const FileSummary &summary) const {
+  // Write-then-rename, so a concurrent or interrupted run never sees half
+  // an entry. Failures only cost the cache hit next time.
+  llvm::SmallString<256> model(options.cacheDir);
+  llvm::sys::path::append(model, "tmp-%%%%%%%%.summary");
+  int fd;
+  llvm::SmallString<256> tempPath;
+  if (fs::createUniqueFile(model, fd, tempPath))
+    return;
+  {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << serializeSummary(summary);
+    if (os.has_error()) {
+      os.clear_error();
+      fs::remove(tempPath);
+      return;
+    }
+  }
+  if (fs::rename(tempPath, cachePath))
+    fs::remove(tempPath);
+}
+
+std::string Importer::makeUnique(std::string symbol) {
+  unsigned count = ++symbolCounts[symbol];
+  if (count == 1 && module.lookupEntity(symbol) == kNoEntity)
+    return symbol;
+  for (;; ++count) {
+    std::string candidate = symbol + "#" + std::to_string(std::max(count, 2u));
+    if (module.lookupEntity(candidate) == kNoEntity) {
+      symbolCounts[symbol] = count;
+      return candidate;
+    }
+  }
+}
+
+LogicalResult Importer::run() {
+  bool walkFailed = false;
+  std::vector<SourceFile> files =
+      collectSourceFiles(options.tree, diag, walkFailed);
+  if (walkFailed)
+    return failure();
+  if (!options.cacheDir.empty()) {
+    if (std::error_code ec = fs::create_directories(options.cacheDir)) {
+      diag.emit(Severity::Error, options.cacheDir, 0, 0,
+                "cannot create cache directory: " + ec.message());
+      return failure();
+    }
+  }
+  stats.filesFound = files.size();
+
+  std::vector<FileResult> results(files.size());
+  {
+    ProgressBar progress(files.size(), options.showProgress);
+    tbb::task_arena arena(options.jobs ? static_cast<int>(options.jobs)
+                                       : tbb::task_arena::automatic);
+    arena.execute([&] {
+      tbb::parallel_for(size_t(0), files.size(), [&](size_t i) {
+        results[i] = processFile(files[i]);
+        progress.tick();
+      });
+    });
+  }
+
+  // Entities first, for every file, so that edges can resolve across files.
+  struct Placed {
+    EntityId moduleId = kNoEntity;
+    std::vector<EntityId> ids;
+  };
+  std::vector<Placed> placed(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    const SourceFile &file = files[i];
+    FileResult &result = results[i];
+    std::string diskPath = getDiskPath(file.path);
+    if (!result.summary) {
+      diag.emit(Severity::Warning, diskPath, 0, 0,
+                "cannot read file: " + result.readError);
+      continue;
+    }
+    const FileSummary &summary = *result.summary;
+    ++(result.fromCache ? stats.filesCached : stats.filesParsed);
+    for (const FileWarning &warning : summary.warnings)
+      diag.emit(Severity::Warning, diskPath, warning.line, warning.column,
+                warning.message);
+
+    EntityId fileId = module.addEntity(EntityKind::File, makeUnique(file.path),
+                                       kNoEntity, {}, result.contentHash);
+    SourceRange moduleRange{1, 0, summary.numLines, summary.lastLineLength};
+    std::string moduleSymbol = makeUnique(file.moduleName);
+    Placed &entry = placed[i];
+    entry.moduleId = module.addEntity(EntityKind::Module, moduleSymbol, fileId,
+                                      moduleRange, summary.moduleHash);
+    for (const EntitySummary &entity : summary.entities) {
+      EntityId parent = entity.parent == kModuleScope
+                            ? entry.moduleId
+                            : entry.ids[entity.parent];
+      std::string symbol = moduleSymbol.empty()
+                               ? entity.qualname
+                               : moduleSymbol + "." + entity.qualname;
+      EntityId id = module.addEntity(entity.kind, makeUnique(std::move(symbol)),
+                                     parent, entity.range, entity.hash);
+      AttrDict &attrs = module.getEntity(id).attrs;
+      if (!entity.decorators.empty())
+        attrs.set("decorators", Attribute::getStringList(entity.decorators));
+      if (entity.isAsync)
+        attrs.set("async", Attribute::getBool(true));
+      if (entity.isLambda)
+        attrs.set("lambda", Attribute::getBool(true));
+      if (entity.isFixture)
+        attrs.set("fixture", Attribute::getBool(true));
+      entry.ids.push_back(id);
+    }
+    stats.bytesRead += result.size;
+  }
+
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!results[i].summary)
+      continue;
+    const FileSummary &summary = *results[i].summary;
+    const Placed &entry = placed[i];
+    auto localToId = [&](LocalId local) {
+      return local == kModuleScope ? entry.moduleId : entry.ids[local];
+    };
+    for (const EdgeSummary &edge : summary.edges) {
+      StaticEdge staticEdge;
+      staticEdge.kind = edge.kind;
+      staticEdge.from = localToId(edge.from);
+      staticEdge.name = edge.target;
+      staticEdge.line = edge.line;
+      staticEdge.to = module.lookupEntity(edge.target);
+      // `from M import CONSTANT`: the module is the best target we have.
+      if (staticEdge.to == kNoEntity && edge.kind == EdgeKind::Import &&
+          edge.modulePrefix)
+        staticEdge.to = module.lookupEntity(
+            StringRef(edge.target).take_front(edge.modulePrefix));
+      module.addEdge(staticEdge);
+    }
+    for (const TestSummary &testSummary : summary.tests) {
+      if (module.lookupTest(testSummary.nodeId) != kNoTest)
+        continue;
+      TestId id = module.addTest(testSummary.nodeId);
+      Test &test = module.getTest(id);
+      test.entry = localToId(testSummary.entry);
+      test.tags = testSummary.tags;
+      test.scope = testSummary.scope;
+      for (const WorkloadValue &value : testSummary.workload)
+        test.workload.set(value.key, value.value);
+      if (testSummary.parametrized)
+        test.attrs.set("parametrized", Attribute::getBool(true));
+    }
+  }
+  return success();
+}
+
+LogicalResult fastci::python::importPythonRepository(
+    Module &module, const ImportOptions &options, DiagnosticEngine &diag,
+    ImportStatistics &stats) {
+  return Importer(module, options, diag, stats).run();
+}

@@ -1,0 +1,5 @@
+ENTRIES = []
+
+
+def record(amount):
+    ENTRIES.append(amount)

@@ -1,0 +1,36 @@
+//===- SummaryTest.cpp - The cache's binary form --------------------------===//
+#include "fastci/Python/Analyzer.h"
+#include "fastci/Python/FileSummary.h"
+#include "gtest/gtest.h"
+
+using namespace fastci;
+using namespace fastci::python;
+
+TEST(SummaryTest, RoundTripsAndRejectsDamage) {
+  FileSummary summary = analyzePythonSource("import os\n"
+                                            "class A:\n"
+                                            "    @property\n"
+                                            "    def f(self):\n"
+                                            "        return os.getcwd()\n",
+                                            "pkg/test_a.py", "pkg.test_a");
+  summary.tests.push_back({"pkg/test_a.py::x",
+                           0,
+                           {"slow"},
+                           true,
+                           {"tp"},
+                           {{"layers", Attribute::getInt(24)}}});
+  std::string bytes = serializeSummary(summary);
+  llvm::Expected<FileSummary> back = deserializeSummary(bytes);
+  ASSERT_TRUE(static_cast<bool>(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(serializeSummary(*back), bytes);
+  EXPECT_EQ(back->entities.size(), 2u);
+  EXPECT_EQ(back->tests[0].workload[0].value.getInt(), 24);
+
+  // Every truncation is an error, never a crash.
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    llvm::Expected<FileSummary> truncated =
+        deserializeSummary(llvm::StringRef(bytes).take_front(length));
+    EXPECT_FALSE(static_cast<bool>(truncated));
+    llvm::consumeError(truncated.takeError());
+  }
+}
