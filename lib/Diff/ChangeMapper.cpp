@@ -1,0 +1,805 @@
+//===- ChangeMapper.cpp - A diff as changed entities and files ------------===//
+//
+// Mapping runs in three steps. First each touched Python file is indexed:
+// for every line, the innermost entity that claims it (its range, plus its
+// decorator lines). Then each hunk line is attributed: added lines to the
+// new file's entities, removed lines to the old file's (or, when the old
+// version is unknown, to the new entities around the point of removal).
+// Finally the touched entities are classified by comparing old and new
+// hashes, and additions and deletions with equal hashes are paired up as
+// moves and renames across the whole diff. Non-Python files go through the
+// change policy. Records are appended in diff order, so output is
+// deterministic.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Diff/ChangeMapper.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include <algorithm>
+#include <charconv>
+
+using namespace fastci;
+using llvm::StringRef;
+
+//===----------------------------------------------------------------------===//
+// Indexing a module's files
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The entities of one version of one Python file, indexed by line and by
+/// qualified name.
+struct FileIndex {
+  const Module *module = nullptr;
+  EntityId moduleEntity = kNoEntity;
+  /// Modules, classes and functions of the file.
+  std::vector<EntityId> members;
+  /// Member by qualified name (module-relative; "" is the module itself).
+  llvm::StringMap<EntityId> byQualName;
+  /// innermost[line] is the innermost entity claiming \c line.
+  std::vector<EntityId> innermost;
+
+  bool isKnown() const { return module != nullptr; }
+  const Entity &get(EntityId id) const { return module->getEntity(id); }
+
+  /// The innermost entity claiming \p line; the module for lines past every
+  /// entity (a file's trailing blank lines).
+  EntityId lookupLine(uint32_t line) const {
+    if (line < innermost.size() && innermost[line] != kNoEntity)
+      return innermost[line];
+    return moduleEntity;
+  }
+
+  /// \p id's name relative to the module (`Cls.method`).
+  StringRef getQualName(EntityId id) const {
+    if (id == moduleEntity)
+      return "";
+    StringRef symbol = get(id).symbol;
+    if (moduleEntity != kNoEntity) {
+      StringRef prefix = get(moduleEntity).symbol;
+      if (symbol.starts_with(prefix) && symbol.size() > prefix.size() &&
+          symbol[prefix.size()] == '.')
+        return symbol.drop_front(prefix.size() + 1);
+    }
+    return symbol;
+  }
+};
+
+/// Files of a module by path, built once per mapping run.
+class ModuleFiles {
+public:
+  explicit ModuleFiles(const Module *module) : module(module) {
+    if (!module)
+      return;
+    for (const Entity &entity : module->getEntities())
+      if (entity.kind == EntityKind::File)
+        fileByPath.try_emplace(entity.symbol, entity.id);
+    for (const Entity &entity : module->getEntities())
+      if (entity.kind != EntityKind::File) {
+        EntityId file = module->getFileOf(entity.id);
+        if (file != kNoEntity)
+          membersByFile[file].push_back(entity.id);
+      }
+  }
+
+  /// The index of \p path; unknown when the module has no such file.
+  FileIndex build(StringRef path) const {
+    FileIndex index;
+    auto it = path.empty() ? fileByPath.end() : fileByPath.find(path);
+    if (it == fileByPath.end())
+      return index;
+    index.module = module;
+    auto members = membersByFile.find(it->second);
+    if (members != membersByFile.end())
+      index.members = members->second;
+    for (EntityId id : index.members)
+      if (module->getEntity(id).kind == EntityKind::Module &&
+          index.moduleEntity == kNoEntity)
+        index.moduleEntity = id;
+    for (EntityId id : index.members)
+      index.byQualName.try_emplace(index.getQualName(id), id);
+
+    // Outer entities first, so that inner ones overwrite the lines they
+    // claim; ties keep insertion (source) order.
+    std::vector<EntityId> order = index.members;
+    auto extent = [&](EntityId id) {
+      const Entity &entity = module->getEntity(id);
+      return uint64_t(entity.range.endLine) - getClaimStart(entity);
+    };
+    std::stable_sort(order.begin(), order.end(), [&](EntityId a, EntityId b) {
+      return extent(a) > extent(b);
+    });
+    for (EntityId id : order) {
+      const Entity &entity = module->getEntity(id);
+      if (entity.range.endLine == 0 || entity.kind == EntityKind::Module)
+        continue;
+      // A corrupt range must not make the table huge; no real file has
+      // more lines than this.
+      uint32_t last = std::min<uint32_t>(entity.range.endLine, 1u << 24);
+      if (index.innermost.size() <= last)
+        index.innermost.resize(last + 1, kNoEntity);
+      for (uint32_t line = getClaimStart(entity); line <= last; ++line)
+        index.innermost[line] = id;
+    }
+    return index;
+  }
+
+  /// The first line \p entity claims: its first decorator's line when the
+  /// parser recorded it (`decorator_line`), else one line per decorator
+  /// above the `def`, else its own first line.
+  static uint32_t getClaimStart(const Entity &entity) {
+    uint32_t start = entity.range.startLine;
+    if (std::optional<int64_t> line = entity.attrs.get("decorator_line").asInt())
+      if (*line > 0 && *line <= int64_t(start))
+        return uint32_t(*line);
+    Attribute decorators = entity.attrs.get("decorators");
+    if (decorators.isList() && decorators.getList().size() < start)
+      return start - uint32_t(decorators.getList().size());
+    return std::max<uint32_t>(start, 1);
+  }
+
+private:
+  const Module *module;
+  llvm::StringMap<EntityId> fileByPath;
+  llvm::DenseMap<EntityId, std::vector<EntityId>> membersByFile;
+};
+
+/// A change being assembled before it is appended to the module.
+struct PendingChange {
+  ChangeKind kind = ChangeKind::Modified;
+  /// The entity in the new module, or kNoEntity.
+  EntityId entity = kNoEntity;
+  EntityKind entityKind = EntityKind::Function;
+  std::string symbol, file;
+  /// The path the old entity's file has after the diff (for deletions), to
+  /// tell a rename within a file from a move across files.
+  std::string fileAfter;
+  std::string parentQualName;
+  uint64_t hash = 0;
+  std::vector<uint32_t> lines;
+  /// The whole entity, for additions and deletions of entire entities.
+  std::optional<LineRange> span;
+  AttrDict attrs;
+  bool dropped = false;
+};
+
+/// The lines an entity's hunks touched, on one side.
+using TouchedLines = llvm::MapVector<EntityId, std::vector<uint32_t>>;
+
+} // namespace
+
+/// \p mode in octal, as git writes it (`100755`).
+static std::string formatMode(uint32_t mode) {
+  char digits[12];
+  auto [end, ec] = std::to_chars(std::begin(digits), std::end(digits), mode, 8);
+  return std::string(digits, end);
+}
+
+/// Compresses sorted, possibly repeated lines into inclusive ranges.
+static std::vector<LineRange> toRanges(std::vector<uint32_t> lines) {
+  llvm::sort(lines);
+  std::vector<LineRange> ranges;
+  for (uint32_t line : lines) {
+    if (!ranges.empty() && line <= ranges.back().last + 1) {
+      ranges.back().last = std::max(ranges.back().last, line);
+      continue;
+    }
+    ranges.push_back({line, line});
+  }
+  return ranges;
+}
+
+/// The qualified name of \p qualName's parent (`A.f` -> `A`, `f` -> ``).
+static StringRef getParentQualName(StringRef qualName) {
+  size_t dot = qualName.rfind('.');
+  return dot == StringRef::npos ? StringRef() : qualName.take_front(dot);
+}
+
+std::string fastci::getModuleNameForPath(const Module &module,
+                                         StringRef path) {
+  // A source root is what precedes a known module's dotted path in its file
+  // path (`src/` for `src/pkg/mod.py` holding `pkg.mod`).
+  std::string bestRoot;
+  for (const Entity &entity : module.getEntities()) {
+    if (entity.kind != EntityKind::Module)
+      continue;
+    StringRef file = module.getFilePath(entity.id);
+    std::string dotted = file.str();
+    std::replace(dotted.begin(), dotted.end(), '/', '.');
+    StringRef stem = StringRef(dotted).drop_back(
+        StringRef(dotted).ends_with(".__init__.py") ? strlen(".__init__.py")
+        : StringRef(dotted).ends_with(".py")        ? 3
+                                                    : 0);
+    if (!stem.ends_with(entity.symbol) || stem.size() == entity.symbol.size())
+      continue;
+    StringRef root = file.take_front(stem.size() - entity.symbol.size());
+    if (root.ends_with("/") && path.starts_with(root) &&
+        root.size() > bestRoot.size())
+      bestRoot = root.str();
+  }
+  StringRef rel = path.drop_front(bestRoot.size());
+  if (!rel.consume_back("/__init__.py"))
+    rel.consume_back(".py");
+  std::string name = rel.str();
+  std::replace(name.begin(), name.end(), '/', '.');
+  return name;
+}
+
+//===----------------------------------------------------------------------===//
+// The mapping
+//===----------------------------------------------------------------------===//
+
+class ChangeMapper::Impl {
+public:
+  Impl(ChangeMapper &mapper)
+      : mapper(mapper), module(mapper.module), newFiles(&mapper.module),
+        oldFiles(mapper.oldModule) {}
+
+  LogicalResult map(const Patch &patch);
+
+private:
+  void mapPythonFile(const FileDiff &file, ChangedFile &record);
+  void mapReferencingTests(const FileDiff &file, const PolicyRule &rule,
+                           ChangedFile &record);
+  void mapExtension(const FileDiff &file, const PolicyRule &rule,
+                    ChangedFile &record);
+  void forceAll(ChangedFile &record, const llvm::Twine &reason);
+  PendingChange &addNew(ChangeKind kind, const FileIndex &index, EntityId id,
+                        StringRef path);
+  PendingChange &addOld(ChangeKind kind, const FileIndex &index, EntityId id,
+                        StringRef oldPath, StringRef newPath);
+  void pairMoves();
+  void emit();
+
+  ChangeMapper &mapper;
+  Module &module;
+  ModuleFiles newFiles, oldFiles;
+  std::vector<PendingChange> pending;
+  /// Index into \c pending of the change already recorded for an entity.
+  llvm::DenseMap<EntityId, size_t> pendingByEntity;
+  std::vector<std::string> allReasons;
+};
+
+PendingChange &ChangeMapper::Impl::addNew(ChangeKind kind,
+                                          const FileIndex &index, EntityId id,
+                                          StringRef path) {
+  auto [it, inserted] = pendingByEntity.try_emplace(id, pending.size());
+  if (!inserted)
+    return pending[it->second];
+  const Entity &entity = index.get(id);
+  PendingChange &change = pending.emplace_back();
+  change.kind = kind;
+  change.entity = id;
+  change.entityKind = entity.kind;
+  change.symbol = entity.symbol.str();
+  change.file = path.str();
+  change.fileAfter = path.str();
+  change.parentQualName = getParentQualName(index.getQualName(id)).str();
+  change.hash = entity.contentHash;
+  return change;
+}
+
+PendingChange &ChangeMapper::Impl::addOld(ChangeKind kind,
+                                          const FileIndex &index, EntityId id,
+                                          StringRef oldPath,
+                                          StringRef newPath) {
+  const Entity &entity = index.get(id);
+  PendingChange &change = pending.emplace_back();
+  change.kind = kind;
+  change.entityKind = entity.kind;
+  change.symbol = entity.symbol.str();
+  change.file = oldPath.str();
+  change.fileAfter = newPath.str();
+  change.parentQualName = getParentQualName(index.getQualName(id)).str();
+  change.hash = entity.contentHash;
+  return change;
+}
+
+/// True when the hashes prove that \p a and \p b differ only cosmetically.
+static bool isCosmetic(const Entity &a, const Entity &b) {
+  return a.contentHash != 0 && a.contentHash == b.contentHash &&
+         a.attrs.get("decorators") == b.attrs.get("decorators");
+}
+
+void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
+                                       ChangedFile &record) {
+  ++mapper.stats.pythonFiles;
+  size_t firstChange = pending.size();
+  FileIndex newIndex = newFiles.build(file.newPath);
+  FileIndex oldIndex = oldFiles.build(file.oldPath);
+  StringRef newPath = file.newPath, oldPath = file.oldPath;
+
+  if (!newPath.empty() && !newIndex.isKnown()) {
+    // Not parsed into the module (a new file, or one the parser skipped):
+    // record it as added rather than dropping it.
+    if (file.status != FileStatus::Added && file.status != FileStatus::Copied)
+      mapper.diag.warning(file.loc, "'" + newPath +
+                                        "' is not in the module; treating it "
+                                        "as an added file");
+    PendingChange &change = pending.emplace_back();
+    change.kind = ChangeKind::Added;
+    change.entityKind = EntityKind::Module;
+    change.symbol = getModuleNameForPath(module, newPath);
+    change.file = change.fileAfter = newPath.str();
+    change.attrs.set("reason", Attribute::getString("file not in the module"));
+    record.attrs.set("in_module", Attribute::getBool(false));
+  }
+
+  std::string oldModuleName =
+      oldIndex.isKnown() && oldIndex.moduleEntity != kNoEntity
+          ? oldIndex.get(oldIndex.moduleEntity).symbol.str()
+          : (oldPath.empty() ? std::string()
+                             : getModuleNameForPath(module, oldPath));
+
+  if (file.status == FileStatus::Deleted) {
+    if (oldIndex.isKnown()) {
+      for (EntityId id : oldIndex.members) {
+        const Entity &entity = oldIndex.get(id);
+        addOld(ChangeKind::Deleted, oldIndex, id, oldPath, "").span =
+            LineRange{entity.range.startLine, entity.range.endLine};
+      }
+    } else {
+      PendingChange &change = pending.emplace_back();
+      change.kind = ChangeKind::Deleted;
+      change.entityKind = EntityKind::Module;
+      change.symbol = oldModuleName;
+      change.file = oldPath.str();
+    }
+  } else if (newIndex.isKnown() && (file.status == FileStatus::Added ||
+                                    file.status == FileStatus::Copied)) {
+    for (EntityId id : newIndex.members) {
+      const Entity &entity = newIndex.get(id);
+      addNew(ChangeKind::Added, newIndex, id, newPath).span =
+          LineRange{entity.range.startLine, entity.range.endLine};
+    }
+  } else if (newIndex.isKnown()) {
+    // Attribute each hunk line to the innermost entity claiming it.
+    TouchedLines touchedNew, touchedOld;
+    // kNoEntity (a line no entity claims, in a file without a module
+    // entity) is also DenseMap's empty key, so it must never be inserted.
+    // Blank lines between definitions belong to their module or class but
+    // cannot change it; counting them would mark a module whenever a
+    // function is added to it.
+    auto touch = [](TouchedLines &touched, const FileIndex &index,
+                    const DiffLine &line, uint32_t at) {
+      EntityId id = index.lookupLine(at);
+      if (id == kNoEntity)
+        return;
+      if (line.text.trim().empty() && line.kind != ' ' &&
+          index.get(id).kind != EntityKind::Function)
+        return;
+      touched[id].push_back(at);
+    };
+    for (const Hunk &hunk : file.hunks) {
+      uint32_t nextNew = hunk.newCount ? hunk.newStart : hunk.newStart + 1;
+      for (const DiffLine &line : hunk.lines) {
+        if (line.kind != '-') {
+          nextNew = line.newLine + 1;
+          if (line.kind == '+')
+            touch(touchedNew, newIndex, line, line.newLine);
+          continue;
+        }
+        if (oldIndex.isKnown()) {
+          touch(touchedOld, oldIndex, line, line.oldLine);
+          continue;
+        }
+        // The old file is unknown: the removal happened between new lines
+        // nextNew-1 and nextNew, so both neighbours may have lost code.
+        for (uint32_t neighbour : {nextNew - 1, nextNew})
+          if (neighbour >= 1)
+            if (newIndex.lookupLine(neighbour) != kNoEntity)
+              touch(touchedNew, newIndex, line, neighbour);
+      }
+    }
+
+    // Removed code of an entity that still exists changes that entity;
+    // removed code of one that is gone deletes it (or moved it).
+    for (auto &[oldId, lines] : touchedOld) {
+      auto counterpart = newIndex.byQualName.find(oldIndex.getQualName(oldId));
+      if (counterpart != newIndex.byQualName.end()) {
+        // Cite where the removal lands in the new file: the entity's start.
+        touchedNew[counterpart->second].push_back(
+            newIndex.get(counterpart->second).range.startLine);
+        continue;
+      }
+      addOld(ChangeKind::Deleted, oldIndex, oldId, oldPath, newPath).lines =
+          lines;
+    }
+
+    for (auto &[newId, lines] : touchedNew) {
+      const Entity &entity = newIndex.get(newId);
+      ChangeKind kind = ChangeKind::Modified;
+      if (oldIndex.isKnown()) {
+        auto counterpart =
+            oldIndex.byQualName.find(newIndex.getQualName(newId));
+        if (counterpart == oldIndex.byQualName.end())
+          kind = ChangeKind::Added;
+        else if (isCosmetic(entity, oldIndex.get(counterpart->second)))
+          kind = ChangeKind::Cosmetic;
+      } else if (entity.kind != EntityKind::Module &&
+                 llvm::count_if(lines, [&](uint32_t line) {
+                   return line >= entity.range.startLine &&
+                          line <= entity.range.endLine;
+                 }) == entity.range.endLine - entity.range.startLine + 1 &&
+                 llvm::is_contained(lines, entity.range.startLine)) {
+        // Without the old file, an entity all of whose lines were added is
+        // new.
+        kind = ChangeKind::Added;
+      }
+      addNew(kind, newIndex, newId, newPath).lines = lines;
+    }
+  }
+
+  // A renamed file renames its module and moves everything in it.
+  if (file.status == FileStatus::Renamed && newIndex.isKnown()) {
+    for (EntityId id : newIndex.members) {
+      bool isModule = id == newIndex.moduleEntity;
+      PendingChange &change = addNew(
+          isModule ? ChangeKind::Renamed : ChangeKind::Moved, newIndex, id,
+          newPath);
+      StringRef qualName = newIndex.getQualName(id);
+      std::string from =
+          isModule ? oldModuleName : oldModuleName + "." + qualName.str();
+      change.attrs.set("moved_from", Attribute::getString(from));
+    }
+    record.attrs.set("old_module", Attribute::getString(oldModuleName));
+  }
+
+  mapper.stats.changes += pending.size() - firstChange;
+  record.attrs.set("category", Attribute::getString("python"));
+  record.attrs.set("decision", Attribute::getString("python"));
+  std::string reason =
+      llvm::formatv("{0} changed entities", pending.size() - firstChange);
+  if (file.isModeChangeOnly())
+    reason = "only the file mode changed";
+  if (!oldIndex.isKnown() && file.status != FileStatus::Added &&
+      file.status != FileStatus::Copied)
+    reason += "; old version unknown, so every touched entity counts as "
+              "modified";
+  record.attrs.set("reason", Attribute::getString(reason));
+  if (newIndex.isKnown() && newIndex.moduleEntity != kNoEntity)
+    record.attrs.set("module",
+                     Attribute::getString(newIndex.get(newIndex.moduleEntity)
+                                              .symbol));
+}
+
+//===----------------------------------------------------------------------===//
+// Non-Python files
+//===----------------------------------------------------------------------===//
+
+/// True when \p text mentions \p path as a whole path (not as the tail of a
+/// longer name), e.g. `--config configs/gpt.yaml` for `configs/gpt.yaml`.
+static bool mentionsPath(StringRef text, StringRef path) {
+  auto isNameChar = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '-' || c == '.' || c == '/';
+  };
+  for (size_t at = text.find(path); at != StringRef::npos;
+       at = text.find(path, at + 1)) {
+    size_t end = at + path.size();
+    bool startsClean = at == 0 || !isNameChar(text[at - 1]) ||
+                       text[at - 1] == '/';
+    bool endsClean = end == text.size() || !isNameChar(text[end]);
+    if (startsClean && endsClean)
+      return true;
+  }
+  return false;
+}
+
+/// True when any string inside \p attr mentions \p path.
+static bool mentionsPath(const Attribute &attr, StringRef path) {
+  if (std::optional<StringRef> text = attr.asString())
+    return mentionsPath(*text, path);
+  if (attr.isList())
+    return llvm::any_of(attr.getList(), [&](const Attribute &element) {
+      return mentionsPath(element, path);
+    });
+  if (attr.isDict())
+    return llvm::any_of(attr.getDict(), [&](const NamedAttribute &entry) {
+      return mentionsPath(entry.second, path);
+    });
+  return false;
+}
+
+static bool mentionsPath(const AttrDict &attrs, StringRef path) {
+  return llvm::any_of(attrs, [&](const NamedAttribute &entry) {
+    return mentionsPath(entry.second, path);
+  });
+}
+
+void ChangeMapper::Impl::forceAll(ChangedFile &record,
+                                  const llvm::Twine &reason) {
+  std::string text = reason.str();
+  record.attrs.set("decision", Attribute::getString("all"));
+  record.attrs.set("reason", Attribute::getString(text));
+  allReasons.push_back((record.path + ": " + text).str());
+  ++mapper.stats.filesForcingAll;
+}
+
+void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
+                                             const PolicyRule &rule,
+                                             ChangedFile &record) {
+  StringRef path = file.getPath();
+  // A test references the file through its name (parametrized ids), its
+  // entry's file, its workload or attributes, or the evidence recorded for
+  // it (attributes and library frames, e.g. a traced open() of the file).
+  llvm::DenseSet<FrameId> mentioningFrames;
+  for (FrameId frame = 0; frame < module.getFrames().size(); ++frame)
+    if (module.getFrame(frame).isLeaf() &&
+        mentionsPath(module.getFrame(frame).leafName, path))
+      mentioningFrames.insert(frame);
+  llvm::DenseSet<TestId> referencing;
+  for (const Test &test : module.getTests()) {
+    if (mentionsPath(test.name, path) || mentionsPath(test.workload, path) ||
+        mentionsPath(test.attrs, path) ||
+        (test.entry != kNoEntity && module.getFilePath(test.entry) == path))
+      referencing.insert(test.index);
+  }
+  llvm::SmallVector<FrameId> frames;
+  for (const EvidenceRecord &record : module.getEvidence()) {
+    if (record.test == kNoTest || referencing.contains(record.test))
+      continue;
+    bool mentions = mentionsPath(record.attrs, path);
+    for (size_t i = 0; !mentions && !mentioningFrames.empty() &&
+                       i < record.samples.size();
+         ++i) {
+      frames.clear();
+      module.getStackFrames(record.samples[i].stack, frames);
+      mentions = llvm::any_of(
+          frames, [&](FrameId frame) { return mentioningFrames.contains(frame); });
+    }
+    if (mentions)
+      referencing.insert(record.test);
+  }
+
+  std::vector<std::string> names;
+  for (const Test &test : module.getTests())
+    if (referencing.contains(test.index))
+      names.push_back(test.name.str());
+  if (!names.empty()) {
+    record.attrs.set("decision", Attribute::getString("tests"));
+    record.attrs.set("tests", Attribute::getStringList(names));
+    record.attrs.set("reason",
+                     Attribute::getString(
+                         llvm::formatv("referenced by {0} test(s)",
+                                       names.size())
+                             .str()));
+    return;
+  }
+  if (rule.fallbackTags.empty())
+    return forceAll(record, "no test references '" + path +
+                                "' and the rule at " + rule.origin +
+                                " names no fallback-tags");
+  for (const Test &test : module.getTests())
+    if (llvm::any_of(test.tags, [&](const std::string &tag) {
+          return llvm::is_contained(rule.fallbackTags, tag);
+        }))
+      names.push_back(test.name.str());
+  std::string tags = llvm::join(rule.fallbackTags, "', '");
+  if (names.empty())
+    return forceAll(record, "no test references '" + path +
+                                "' and no test carries the fallback tags '" +
+                                tags + "'");
+  record.attrs.set("decision", Attribute::getString("tests"));
+  record.attrs.set("tests", Attribute::getStringList(names));
+  record.attrs.set("tags", Attribute::getStringList(rule.fallbackTags));
+  record.attrs.set("reason",
+                   Attribute::getString(("no test references '" + path +
+                                         "'; falling back to tests tagged '" +
+                                         tags + "'")
+                                            .str()));
+}
+
+/// The name a native extension built from \p name is imported under, with
+/// the suffixes build systems add (`fused_adam_cuda` -> `fused_adam`).
+static StringRef getExtensionStem(StringRef name) {
+  name = name.rsplit('.').second.empty() ? name : name.rsplit('.').second;
+  for (StringRef suffix : {"_cuda", "_cpp", "_ext", "_kernels", "_kernel",
+                           "_C", "_cu", "_ops"})
+    if (name.size() > suffix.size() && name.consume_back(suffix))
+      break;
+  return name;
+}
+
+void ChangeMapper::Impl::mapExtension(const FileDiff &file,
+                                      const PolicyRule &rule,
+                                      ChangedFile &record) {
+  StringRef path = file.getPath();
+  std::vector<std::string> modules;
+  std::vector<std::string> extensions;
+  for (const ExtensionDecl *ext : mapper.policy.findExtensions(path)) {
+    extensions.push_back(ext->name);
+    for (const std::string &name : ext->modules)
+      if (!llvm::is_contained(modules, name))
+        modules.push_back(name);
+  }
+  std::string how = "declared in the policy";
+  if (modules.empty()) {
+    // Found by name: an import of `<stem>` (or `<stem>_cuda`, ...) where the
+    // source is `<stem>.cu` or lives in `<stem>/`.
+    llvm::SmallVector<StringRef, 2> stems;
+    StringRef fileName = llvm::sys::path::filename(path);
+    stems.push_back(getExtensionStem(fileName.rsplit('.').first));
+    StringRef dir = llvm::sys::path::filename(llvm::sys::path::parent_path(path));
+    if (!dir.empty() && dir != "csrc" && dir != "src" && dir != "include")
+      stems.push_back(getExtensionStem(dir));
+    for (const StaticEdge &edge : module.getEdges()) {
+      if (edge.kind != EdgeKind::Import ||
+          !llvm::is_contained(stems, getExtensionStem(edge.name)))
+        continue;
+      EntityId from = edge.from;
+      while (from != kNoEntity &&
+             module.getEntity(from).kind != EntityKind::Module)
+        from = module.getEntity(from).parent;
+      if (from == kNoEntity)
+        continue;
+      std::string name = module.getEntity(from).symbol.str();
+      if (!llvm::is_contained(modules, name))
+        modules.push_back(name);
+    }
+    how = "found by the imports of '" + llvm::join(stems, "' or '") + "'";
+  }
+  if (modules.empty())
+    return forceAll(record, "no Python module is known to load the extension "
+                            "built from '" +
+                                path +
+                                "'; declare it under 'extensions:' in the "
+                                "policy");
+
+  for (const std::string &name : modules) {
+    EntityId id = module.lookupEntity(name);
+    if (id == kNoEntity) {
+      mapper.diag.warning(file.loc, "module '" + name + "' loading '" + path +
+                                        "' is not in the module");
+      continue;
+    }
+    auto [it, inserted] = pendingByEntity.try_emplace(id, pending.size());
+    if (!inserted)
+      continue;
+    PendingChange &change = pending.emplace_back();
+    change.entity = id;
+    change.entityKind = module.getEntity(id).kind;
+    change.symbol = name;
+    change.file = module.getFilePath(id).str();
+    change.attrs.set("via", Attribute::getString(path));
+    ++mapper.stats.changes;
+  }
+  record.attrs.set("decision", Attribute::getString("modules"));
+  record.attrs.set("modules", Attribute::getStringList(modules));
+  if (!extensions.empty())
+    record.attrs.set("extensions", Attribute::getStringList(extensions));
+  record.attrs.set("reason",
+                   Attribute::getString("native source of modules " + how));
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+void ChangeMapper::Impl::pairMoves() {
+  // Deleted bodies by (hash, kind); an added body with the same hash is the
+  // same code under a new name or in a new place.
+  llvm::DenseMap<std::pair<uint64_t, unsigned>, std::vector<size_t>> deleted;
+  for (size_t i = 0; i < pending.size(); ++i)
+    if (pending[i].kind == ChangeKind::Deleted && pending[i].hash != 0 &&
+        pending[i].entityKind != EntityKind::Module)
+      deleted[{pending[i].hash, unsigned(pending[i].entityKind)}].push_back(i);
+  if (deleted.empty())
+    return;
+  for (PendingChange &change : pending) {
+    if (change.kind != ChangeKind::Added || change.hash == 0)
+      continue;
+    auto it = deleted.find({change.hash, unsigned(change.entityKind)});
+    if (it == deleted.end() || it->second.empty())
+      continue;
+    PendingChange &old = pending[it->second.front()];
+    it->second.erase(it->second.begin());
+    bool sameScope = old.fileAfter == change.file &&
+                     old.parentQualName == change.parentQualName;
+    change.kind = sameScope ? ChangeKind::Renamed : ChangeKind::Moved;
+    change.attrs.set("moved_from", Attribute::getString(old.symbol));
+    if (old.file != change.file)
+      change.attrs.set("moved_from_file", Attribute::getString(old.file));
+    old.dropped = true;
+    ++mapper.stats.moves;
+  }
+}
+
+void ChangeMapper::Impl::emit() {
+  for (PendingChange &pendingChange : pending) {
+    if (pendingChange.dropped)
+      continue;
+    Change &change =
+        pendingChange.entity != kNoEntity
+            ? module.addChange(pendingChange.kind, pendingChange.entity)
+            : module.addChange(pendingChange.kind, pendingChange.symbol,
+                               pendingChange.file);
+    if (pendingChange.entity != kNoEntity)
+      change.file = module.intern(pendingChange.file);
+    change.lines = toRanges(std::move(pendingChange.lines));
+    if (pendingChange.span)
+      change.lines.insert(change.lines.begin(), *pendingChange.span);
+    change.attrs = std::move(pendingChange.attrs);
+    if (pendingChange.kind == ChangeKind::Cosmetic)
+      ++mapper.stats.cosmetic;
+  }
+}
+
+LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
+  const ChangePolicy &policy = mapper.policy;
+  for (const FileDiff &file : patch.files) {
+    ++mapper.stats.files;
+    StringRef path = file.getPath();
+    ChangedFile &record =
+        module.addChangedFile(path, stringifyFileStatus(file.status));
+    if (!file.oldPath.empty() && file.oldPath != path)
+      record.attrs.set("old_path", Attribute::getString(file.oldPath));
+    if (file.isBinary)
+      record.attrs.set("binary", Attribute::getBool(true));
+    if (file.oldMode && file.newMode && file.oldMode != file.newMode)
+      record.attrs.set("mode",
+                       Attribute::getString(
+                           formatMode(*file.oldMode) + " -> " +
+                           formatMode(*file.newMode)));
+
+    const PolicyRule *rule = policy.match(path);
+    if (!rule) {
+      record.attrs.set("category", Attribute::getString("unknown"));
+      forceAll(record, "no rule of policy '" + policy.getName() +
+                           "' matches '" + path + "'");
+      continue;
+    }
+    record.attrs.set("category", Attribute::getString(rule->category));
+    record.attrs.set("rule", Attribute::getString(rule->origin));
+    switch (rule->action) {
+    case PolicyAction::Ignore:
+      record.attrs.set("decision", Attribute::getString("ignore"));
+      record.attrs.set("reason",
+                       Attribute::getString("the policy ignores " +
+                                            rule->category + " files"));
+      break;
+    case PolicyAction::Python:
+      if (file.isBinary) {
+        forceAll(record, "binary patch to a Python file");
+        break;
+      }
+      mapPythonFile(file, record);
+      record.attrs.set("category", Attribute::getString(rule->category));
+      break;
+    case PolicyAction::ReferencingTests:
+      mapReferencingTests(file, *rule, record);
+      break;
+    case PolicyAction::Extension:
+      mapExtension(file, *rule, record);
+      break;
+    case PolicyAction::All:
+      forceAll(record, "the policy selects every test for " + rule->category +
+                           " files");
+      break;
+    }
+  }
+  pairMoves();
+  emit();
+
+  AttrDict &attrs = module.getAttrs();
+  attrs.set("change_policy", Attribute::getString(policy.getName()));
+  attrs.set("policy_all", Attribute::getBool(!allReasons.empty()));
+  if (!allReasons.empty())
+    attrs.set("policy_all_reasons", Attribute::getStringList(allReasons));
+  return success();
+}
+
+ChangeMapper::ChangeMapper(Module &module, const ChangePolicy &policy,
+                           DiagnosticEngine &diag, const Module *oldModule)
+    : module(module), policy(policy), diag(diag), oldModule(oldModule) {}
+
+ChangeMapper::~ChangeMapper() = default;
+
+LogicalResult ChangeMapper::map(const Patch &patch) {
+  stats = ChangeMapperStats();
+  return Impl(*this).map(patch);
+}
