@@ -1,0 +1,537 @@
+//===- EvidenceMerger.cpp - Merging a directory of evidence into a Module -===//
+//
+// Files are read in windows: every file of a window is read, resolved and
+// reduced in parallel (each into its own EvidenceFile), then the window is
+// merged into the module serially in sorted path order. Only the module's
+// tables (frames, the stack trie, tests) are touched serially, and only once
+// per distinct node of a file's local trie rather than once per frame of
+// every line, which is what makes the serial part cheap. The window bounds
+// memory to a few files per thread whatever the size of the directory.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Evidence/EvidenceMerger.h"
+#include "fastci/Evidence/EvidenceReader.h"
+#include "fastci/Evidence/FrameResolver.h"
+#include "fastci/IR/Parser.h"
+#include "fastci/Pass/Parallel.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include <map>
+#include <set>
+#include <tuple>
+
+using namespace fastci;
+
+//===----------------------------------------------------------------------===//
+// Evidence states
+//===----------------------------------------------------------------------===//
+
+llvm::StringRef fastci::stringifyEvidenceState(EvidenceState state) {
+  switch (state) {
+  case EvidenceState::Fresh:
+    return "fresh";
+  case EvidenceState::Unverified:
+    return "unverified";
+  case EvidenceState::Stale:
+    return "stale";
+  case EvidenceState::Missing:
+    return "missing";
+  }
+  llvm_unreachable("unknown evidence state");
+}
+
+std::optional<EvidenceState> fastci::parseEvidenceState(llvm::StringRef name) {
+  for (EvidenceState state : {EvidenceState::Fresh, EvidenceState::Unverified,
+                              EvidenceState::Stale, EvidenceState::Missing})
+    if (stringifyEvidenceState(state) == name)
+      return state;
+  return std::nullopt;
+}
+
+EvidenceState fastci::getEvidenceState(const Test &test) {
+  std::optional<llvm::StringRef> name =
+      test.attrs.get(evidence_attrs::kState).asString();
+  std::optional<EvidenceState> state =
+      name ? parseEvidenceState(*name) : std::nullopt;
+  return state.value_or(EvidenceState::Missing);
+}
+
+//===----------------------------------------------------------------------===//
+// Finding the inputs
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A module of the recorded revision, written at collection time.
+struct Snapshot {
+  std::string path;
+  /// The revision it describes; empty when it does not say, in which case
+  /// it stands for every revision without a snapshot of its own.
+  std::string revision;
+  std::unique_ptr<Module> module;
+  std::unique_ptr<LineIndex> index;
+  std::unique_ptr<FrameResolver> resolver;
+};
+
+/// The files under the evidence directory, sorted.
+struct Inputs {
+  std::vector<std::string> evidence;
+  std::vector<std::string> snapshots;
+};
+
+/// The samples of every run of one test at one rank, revision and rate.
+struct RecordBuilder {
+  std::set<int64_t> pids;
+  uint64_t files = 0, samples = 0, externalSamples = 0, staleSamples = 0;
+  double wallSeconds = 0;
+  bool complete = true;
+  EvidenceState state = EvidenceState::Fresh;
+  std::set<std::string> staleSymbols;
+  llvm::DenseMap<StackId, uint64_t> counts;
+};
+
+/// What identifies a merged record; also its order in the module.
+using RecordKey = std::tuple<TestId, int64_t, std::string, double>;
+
+} // namespace
+
+/// True for `snapshot.<ext>` and `snapshot-<rev>.<ext>` module files; sets
+/// \p revision to `<rev>` (empty for the unversioned form).
+static bool isSnapshotFile(llvm::StringRef name, std::string &revision) {
+  llvm::StringRef stem = llvm::sys::path::stem(name);
+  llvm::StringRef ext = llvm::sys::path::extension(name);
+  if (ext != ".fir" && ext != ".fbc" && ext != ".json")
+    return false;
+  if (stem == "snapshot") {
+    revision.clear();
+    return true;
+  }
+  if (stem.consume_front("snapshot-") && !stem.empty()) {
+    revision = stem.str();
+    return true;
+  }
+  return false;
+}
+
+/// Lists the evidence files (recursively) and snapshots (top level only).
+static LogicalResult findInputs(llvm::StringRef directory,
+                                DiagnosticEngine &diag, Inputs &inputs) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(directory, status)) {
+    diag.emit(Severity::Error, directory, 0, 0,
+              "cannot read evidence directory: " + ec.message());
+    return failure();
+  }
+  if (!llvm::sys::fs::is_directory(status)) {
+    diag.emit(Severity::Error, directory, 0, 0,
+              "evidence path is not a directory");
+    return failure();
+  }
+  std::error_code ec;
+  // Symlinks are not followed: a link cycle must not hang the walk.
+  for (llvm::sys::fs::recursive_directory_iterator
+           it(directory, ec, /*follow_symlinks=*/false),
+       end;
+       it != end && !ec; it.increment(ec)) {
+    llvm::StringRef path = it->path();
+    llvm::StringRef name = llvm::sys::path::filename(path);
+    if (it->type() != llvm::sys::fs::file_type::regular_file)
+      continue;
+    std::string revision;
+    if (name.ends_with(".stacks"))
+      inputs.evidence.push_back(path.str());
+    else if (it.level() == 0 && isSnapshotFile(name, revision))
+      inputs.snapshots.push_back(path.str());
+  }
+  if (ec)
+    diag.emit(Severity::Warning, directory, 0, 0,
+              "evidence directory could not be listed completely: " +
+                  ec.message());
+  llvm::sort(inputs.evidence);
+  llvm::sort(inputs.snapshots);
+  return success();
+}
+
+/// The test id of a py-spy file: the name of the directory holding it
+/// (percent-decoded, so a directory can spell any id), or the file's stem
+/// when it lies directly in the evidence directory.
+static std::string getPySpyTestId(llvm::StringRef directory,
+                                  llvm::StringRef path) {
+  llvm::StringRef parent = llvm::sys::path::parent_path(path);
+  llvm::StringRef name = llvm::sys::path::filename(parent);
+  if (parent.rtrim('/') == directory.rtrim('/'))
+    name = llvm::sys::path::stem(path);
+  std::string id;
+  for (size_t i = 0, e = name.size(); i < e; ++i) {
+    unsigned hi = 0, lo = 0;
+    if (name[i] == '%' && i + 2 < e &&
+        (hi = llvm::hexDigitValue(name[i + 1])) != ~0u &&
+        (lo = llvm::hexDigitValue(name[i + 2])) != ~0u) {
+      id += char(hi << 4 | lo);
+      i += 2;
+    } else {
+      id += name[i];
+    }
+  }
+  return id;
+}
+
+//===----------------------------------------------------------------------===//
+// Merging
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Merges read files into the module, in the order they are given.
+class Merger {
+public:
+  Merger(Module &module, const MergeEvidenceOptions &options,
+         DiagnosticEngine &diag, MergeEvidenceStats &stats)
+      : module(module), options(options), diag(diag), stats(stats),
+        currentRevision(
+            module.getAttrs().get("revision").asString().value_or("")) {}
+
+  /// Merges \p file, read from \p path with contents \p buffer.
+  void merge(llvm::StringRef path, std::unique_ptr<llvm::MemoryBuffer> buffer,
+             EvidenceFile &file, const FrameResolver &resolver);
+  /// Writes the merged records and every test's evidence attributes.
+  void finish();
+
+private:
+  /// Reports the problems of \p file, pointing into \p buffer.
+  void report(llvm::StringRef path, std::unique_ptr<llvm::MemoryBuffer> buffer,
+              const EvidenceFile &file);
+  /// The test \p file names, added if unknown and allowed; kNoTest
+  /// otherwise.
+  TestId getTest(const EvidenceFile &file, llvm::StringRef path);
+  /// The state of a file's evidence.
+  EvidenceState classify(const EvidenceFile &file,
+                         const FrameResolver &resolver) const;
+
+  Module &module;
+  const MergeEvidenceOptions &options;
+  DiagnosticEngine &diag;
+  MergeEvidenceStats &stats;
+  std::string currentRevision;
+  std::map<RecordKey, RecordBuilder> records;
+  llvm::StringMap<bool> ignoredTests;
+};
+
+} // namespace
+
+void Merger::report(llvm::StringRef path,
+                    std::unique_ptr<llvm::MemoryBuffer> buffer,
+                    const EvidenceFile &file) {
+  if (file.problems.empty())
+    return;
+  if (!buffer) {
+    for (const EvidenceProblem &problem : file.problems)
+      diag.emit(Severity::Warning, path, problem.line, problem.column,
+                problem.message);
+    return;
+  }
+  // Lines worth quoting get the source excerpt and caret; a huge line (often
+  // binary junk) is named by line and column only.
+  constexpr size_t kMaxQuotedLine = 512;
+  llvm::StringRef text = buffer->getBuffer();
+  diag.addBuffer(std::move(buffer));
+  for (const EvidenceProblem &problem : file.problems) {
+    size_t lineStart = problem.offset - (problem.column - 1);
+    size_t lineEnd = std::min(text.find('\n', lineStart), text.size());
+    if (lineEnd - lineStart <= kMaxQuotedLine)
+      diag.warning(llvm::SMLoc::getFromPointer(text.data() + problem.offset),
+                   problem.message);
+    else
+      diag.emit(Severity::Warning, path, problem.line, problem.column,
+                problem.message);
+  }
+}
+
+TestId Merger::getTest(const EvidenceFile &file, llvm::StringRef path) {
+  llvm::StringRef name = file.header.testId;
+  TestId test = module.lookupTest(name);
+  if (test != kNoTest)
+    return test;
+  if (!options.addUnknownTests) {
+    if (ignoredTests.try_emplace(name, true).second)
+      diag.emit(Severity::Warning, path, file.testIdLine, file.testIdColumn,
+                "evidence for test '" + name +
+                    "', which the module does not have; ignored");
+    return kNoTest;
+  }
+  test = module.addTest(name);
+  module.getTest(test).attrs.set(evidence_attrs::kFromEvidence,
+                                 Attribute::getBool(true));
+  ++stats.addedTests;
+  return test;
+}
+
+EvidenceState Merger::classify(const EvidenceFile &file,
+                               const FrameResolver &resolver) const {
+  if (!resolver.usesSnapshot())
+    return !currentRevision.empty() && file.header.revision == currentRevision
+               ? EvidenceState::Fresh
+               : EvidenceState::Unverified;
+  return file.staleSamples || !file.staleSymbols.empty() ? EvidenceState::Stale
+                                                         : EvidenceState::Fresh;
+}
+
+void Merger::merge(llvm::StringRef path,
+                   std::unique_ptr<llvm::MemoryBuffer> buffer,
+                   EvidenceFile &file, const FrameResolver &resolver) {
+  report(path, std::move(buffer), file);
+  ++stats.files;
+  stats.lines += file.lines;
+  stats.malformedLines += file.malformedLines;
+  if (file.skipped) {
+    ++stats.skippedFiles;
+    return;
+  }
+  TestId test = getTest(file, path);
+  if (test == kNoTest)
+    return;
+  stats.samples += file.samples;
+  stats.staleSamples += file.staleSamples;
+
+  RecordBuilder &record = records[RecordKey(
+      test, file.header.rank, file.header.revision, file.header.rate)];
+  if (file.header.pid)
+    record.pids.insert(file.header.pid);
+  ++record.files;
+  record.samples += file.samples;
+  record.externalSamples += file.externalSamples;
+  record.staleSamples += file.staleSamples;
+  record.wallSeconds += file.header.wallSeconds;
+  record.complete &= file.header.complete;
+  record.state = std::max(record.state, classify(file, resolver));
+  record.staleSymbols.insert(file.staleSymbols.begin(),
+                             file.staleSymbols.end());
+
+  llvm::SmallVector<FrameId, 64> frames;
+  frames.reserve(file.frames.size());
+  for (const ResolvedFrame &frame : file.frames)
+    frames.push_back(frame.kind == ResolvedFrame::Kind::Entity
+                         ? module.getEntityFrame(frame.entity)
+                         : module.getLeafFrame(frame.name));
+  std::vector<StackId> stacks(file.nodes.size());
+  for (size_t i = 0, e = file.nodes.size(); i != e; ++i) {
+    const EvidenceFile::Node &node = file.nodes[i];
+    StackId parent =
+        node.parent == EvidenceFile::kRoot ? kEmptyStack : stacks[node.parent];
+    stacks[i] = module.getStack(parent, frames[node.frame]);
+    if (file.counts[i])
+      record.counts[stacks[i]] += file.counts[i];
+  }
+}
+
+void Merger::finish() {
+  for (auto &[key, builder] : records) {
+    auto &[test, rank, revision, rate] = key;
+    EvidenceRecord &record = module.addEvidence(test);
+    record.pid = builder.pids.empty() ? 0 : *builder.pids.begin();
+    record.rank = rank;
+    record.revision = module.intern(revision);
+    record.rate = rate;
+    record.samples.reserve(builder.counts.size());
+    for (auto [stack, count] : builder.counts)
+      record.samples.push_back({stack, count});
+    llvm::sort(record.samples, [](const StackSample &a, const StackSample &b) {
+      return a.stack < b.stack;
+    });
+    AttrDict &attrs = record.attrs;
+    attrs.set(evidence_attrs::kState,
+              Attribute::getString(stringifyEvidenceState(builder.state)));
+    attrs.set("files", Attribute::getInt(builder.files));
+    if (builder.pids.size() > 1) {
+      std::vector<Attribute> pids;
+      for (int64_t pid : builder.pids)
+        pids.push_back(Attribute::getInt(pid));
+      attrs.set("pids", Attribute::getList(std::move(pids)));
+    }
+    if (builder.externalSamples)
+      attrs.set("external_samples", Attribute::getInt(builder.externalSamples));
+    if (builder.wallSeconds)
+      attrs.set("wall_seconds", Attribute::getFloat(builder.wallSeconds));
+    if (!builder.complete)
+      attrs.set("complete", Attribute::getBool(false));
+    if (builder.state == EvidenceState::Stale) {
+      attrs.set(evidence_attrs::kStaleEntities,
+                Attribute::getStringList(std::vector<std::string>(
+                    builder.staleSymbols.begin(), builder.staleSymbols.end())));
+      attrs.set(evidence_attrs::kStaleSamples,
+                Attribute::getInt(builder.staleSamples));
+    }
+    ++stats.records;
+  }
+
+  // Every test's state summarizes all its records, including any the input
+  // module already had (which carry a state if an earlier merge wrote them).
+  size_t numTests = module.getNumTests();
+  std::vector<EvidenceState> states(numTests, EvidenceState::Missing);
+  std::vector<std::set<std::string>> staleSymbols(numTests);
+  std::vector<uint64_t> staleSamples(numTests, 0);
+  for (const EvidenceRecord &record : module.getEvidence()) {
+    if (record.test >= numTests)
+      continue;
+    std::optional<llvm::StringRef> name =
+        record.attrs.get(evidence_attrs::kState).asString();
+    std::optional<EvidenceState> state =
+        name ? parseEvidenceState(*name) : std::nullopt;
+    if (!state)
+      state = !currentRevision.empty() && record.revision == currentRevision
+                  ? EvidenceState::Fresh
+                  : EvidenceState::Unverified;
+    EvidenceState &testState = states[record.test];
+    testState = testState == EvidenceState::Missing
+                    ? *state
+                    : std::max(testState, *state);
+    if (const Attribute *symbols =
+            record.attrs.lookup(evidence_attrs::kStaleEntities);
+        symbols && symbols->isList())
+      for (const Attribute &symbol : symbols->getList())
+        if (symbol.isString())
+          staleSymbols[record.test].insert(symbol.getString().str());
+    if (std::optional<int64_t> samples =
+            record.attrs.get(evidence_attrs::kStaleSamples).asInt())
+      staleSamples[record.test] += *samples;
+  }
+  for (Test &test : module.getTests()) {
+    test.attrs.set(
+        evidence_attrs::kState,
+        Attribute::getString(stringifyEvidenceState(states[test.index])));
+    test.attrs.erase(evidence_attrs::kStaleEntities);
+    test.attrs.erase(evidence_attrs::kStaleSamples);
+    if (states[test.index] != EvidenceState::Stale)
+      continue;
+    const std::set<std::string> &symbols = staleSymbols[test.index];
+    test.attrs.set(evidence_attrs::kStaleEntities,
+                   Attribute::getStringList(std::vector<std::string>(
+                       symbols.begin(), symbols.end())));
+    test.attrs.set(evidence_attrs::kStaleSamples,
+                   Attribute::getInt(staleSamples[test.index]));
+  }
+  module.getAttrs().set(evidence_attrs::kContextDepth,
+                        Attribute::getInt(options.contextDepth));
+}
+
+//===----------------------------------------------------------------------===//
+// Entry point
+//===----------------------------------------------------------------------===//
+
+/// Parses the snapshots and chooses the revision each describes.
+static LogicalResult loadSnapshots(const Inputs &inputs, const Module &current,
+                                   DiagnosticEngine &diag,
+                                   std::vector<Snapshot> &snapshots) {
+  for (const std::string &path : inputs.snapshots) {
+    Snapshot snapshot;
+    snapshot.path = path;
+    isSnapshotFile(llvm::sys::path::filename(path), snapshot.revision);
+    snapshot.module = parseModuleFile(path, diag);
+    if (!snapshot.module) {
+      diag.emit(Severity::Error, path, 0, 0,
+                "cannot read the evidence snapshot");
+      return failure();
+    }
+    if (snapshot.revision.empty())
+      snapshot.revision =
+          snapshot.module->getAttrs().get("revision").asString().value_or("");
+    snapshot.index = std::make_unique<LineIndex>(*snapshot.module);
+    snapshot.resolver = std::make_unique<FrameResolver>(
+        *snapshot.module, *snapshot.index, current);
+    snapshots.push_back(std::move(snapshot));
+  }
+  return success();
+}
+
+LogicalResult fastci::mergeEvidence(Module &module,
+                                    const MergeEvidenceOptions &options,
+                                    DiagnosticEngine &diag,
+                                    MergeEvidenceStats *statsOut) {
+  MergeEvidenceStats stats;
+  Inputs inputs;
+  if (failed(findInputs(options.directory, diag, inputs)))
+    return failure();
+  std::vector<Snapshot> snapshots;
+  if (failed(loadSnapshots(inputs, module, diag, snapshots)))
+    return failure();
+  if (inputs.evidence.empty())
+    diag.emit(Severity::Warning, options.directory, 0, 0,
+              "no evidence files (*.stacks) in the evidence directory");
+
+  LineIndex currentIndex(module);
+  FrameResolver direct(module, currentIndex);
+  std::string currentRevision =
+      module.getAttrs().get("revision").asString().value_or("").str();
+  // The snapshot of a revision; an unversioned snapshot stands for every
+  // revision without one of its own. The module's own revision needs none.
+  llvm::StringMap<const FrameResolver *> byRevision;
+  const FrameResolver *fallback = nullptr;
+  for (const Snapshot &snapshot : snapshots) {
+    if (snapshot.revision.empty())
+      fallback = fallback ? fallback : snapshot.resolver.get();
+    else
+      byRevision.try_emplace(snapshot.revision, snapshot.resolver.get());
+  }
+  auto getResolver = [&](llvm::StringRef revision) -> const FrameResolver & {
+    if (!revision.empty() && revision == currentRevision)
+      return direct;
+    if (const FrameResolver *resolver = byRevision.lookup(revision))
+      return *resolver;
+    return fallback ? *fallback : direct;
+  };
+  std::string root = options.root;
+  if (root.empty())
+    root = module.getAttrs().get("root").asString().value_or("").str();
+
+  /// One file of a window: its bytes and what reading them produced.
+  struct Slot {
+    std::unique_ptr<llvm::MemoryBuffer> buffer;
+    EvidenceFile file;
+    const FrameResolver *resolver = nullptr;
+  };
+  Merger merger(module, options, diag, stats);
+  size_t window = std::max<size_t>(8, 4 * size_t(getThreadCount()));
+  for (size_t begin = 0, e = inputs.evidence.size(); begin < e;
+       begin += window) {
+    size_t end = std::min(e, begin + window);
+    std::vector<Slot> slots(end - begin);
+    parallelFor(begin, end, [&](size_t index) {
+      Slot &slot = slots[index - begin];
+      const std::string &path = inputs.evidence[index];
+      auto buffer = llvm::MemoryBuffer::getFile(
+          path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+      if (!buffer) {
+        slot.file.skipped = true;
+        slot.file.problems.push_back(
+            {0, 0, 0,
+             "cannot read evidence file: " + buffer.getError().message()});
+        return;
+      }
+      slot.buffer = std::move(*buffer);
+      std::string pyspyTestId = options.pyspyTestId.empty()
+                                    ? getPySpyTestId(options.directory, path)
+                                    : options.pyspyTestId;
+      EvidenceReadOptions readOptions{
+          [&](llvm::StringRef revision) -> const FrameResolver & {
+            slot.resolver = &getResolver(revision);
+            return *slot.resolver;
+          },
+          root, pyspyTestId};
+      slot.file = readEvidence(slot.buffer->getBuffer(), readOptions);
+    });
+    for (size_t index = begin; index != end; ++index) {
+      Slot &slot = slots[index - begin];
+      merger.merge(inputs.evidence[index], std::move(slot.buffer), slot.file,
+                   slot.resolver ? *slot.resolver : direct);
+    }
+  }
+  merger.finish();
+  if (statsOut)
+    *statsOut = stats;
+  return success();
+}

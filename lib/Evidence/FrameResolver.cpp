@@ -1,0 +1,193 @@
+//===- FrameResolver.cpp - Mapping sampled frames onto IR entities --------===//
+//
+// The line index sorts each file's entity ranges by start line (outermost
+// first on ties) and links every range to the nearest range enclosing it, so
+// the innermost entity at a line is found by a binary search followed by a
+// short climb. Ranges of well-formed modules nest properly; for malformed
+// ones the climb still terminates (links only point backwards) and yields
+// some enclosing entity.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Evidence/FrameResolver.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include <algorithm>
+
+using namespace fastci;
+
+//===----------------------------------------------------------------------===//
+// LineIndex
+//===----------------------------------------------------------------------===//
+
+LineIndex::LineIndex(const Module &module) {
+  for (const Entity &entity : module.getEntities()) {
+    if (entity.kind == EntityKind::File) {
+      files[entity.symbol].file = entity.id;
+      continue;
+    }
+    EntityId file = module.getFileOf(entity.id);
+    if (file == kNoEntity)
+      continue;
+    FileIntervals &intervals = files[module.getEntity(file).symbol];
+    intervals.file = file;
+    if (entity.kind == EntityKind::Module && intervals.module == kNoEntity)
+      intervals.module = entity.id;
+    const SourceRange &range = entity.range;
+    if (range.startLine == 0 || range.endLine < range.startLine)
+      continue;
+    intervals.intervals.push_back(
+        {range.startLine, range.endLine, entity.id, kNone});
+  }
+
+  for (auto &entry : files) {
+    std::vector<Interval> &intervals = entry.second.intervals;
+    llvm::sort(intervals, [](const Interval &lhs, const Interval &rhs) {
+      if (lhs.startLine != rhs.startLine)
+        return lhs.startLine < rhs.startLine;
+      if (lhs.endLine != rhs.endLine)
+        return lhs.endLine > rhs.endLine;
+      return lhs.entity < rhs.entity;
+    });
+    // Sweep with the chain of currently open ranges: whatever on it still
+    // contains this range's start encloses it.
+    llvm::SmallVector<uint32_t, 16> open;
+    for (uint32_t i = 0, e = intervals.size(); i != e; ++i) {
+      Interval &interval = intervals[i];
+      while (!open.empty() && intervals[open.back()].endLine < interval.endLine)
+        open.pop_back();
+      interval.enclosing = open.empty() ? kNone : open.back();
+      open.push_back(i);
+    }
+  }
+}
+
+EntityId LineIndex::lookup(llvm::StringRef path, uint32_t line) const {
+  auto it = files.find(path);
+  if (it == files.end())
+    return kNoEntity;
+  const FileIntervals &file = it->second;
+  const std::vector<Interval> &intervals = file.intervals;
+  auto after = std::upper_bound(intervals.begin(), intervals.end(), line,
+                                [](uint32_t line, const Interval &interval) {
+                                  return line < interval.startLine;
+                                });
+  uint32_t i = after == intervals.begin()
+                   ? kNone
+                   : uint32_t(after - intervals.begin()) - 1;
+  while (i != kNone && intervals[i].endLine < line)
+    i = intervals[i].enclosing;
+  if (line != 0 && i != kNone)
+    return intervals[i].entity;
+  return file.module != kNoEntity ? file.module : file.file;
+}
+
+EntityId LineIndex::getModuleOf(llvm::StringRef path) const {
+  auto it = files.find(path);
+  return it == files.end() ? kNoEntity : it->second.module;
+}
+
+//===----------------------------------------------------------------------===//
+// Library leaves
+//===----------------------------------------------------------------------===//
+
+/// True for a standard library directory name such as `python3.11`.
+static bool isPythonLibDir(llvm::StringRef component) {
+  if (!component.consume_front("python"))
+    return false;
+  llvm::SmallVector<llvm::StringRef, 3> parts;
+  component.split(parts, '.');
+  return parts.size() == 2 && llvm::all_of(parts, [](llvm::StringRef part) {
+           return !part.empty() && llvm::all_of(part, llvm::isDigit);
+         });
+}
+
+std::string fastci::getLibraryLeafName(llvm::StringRef path,
+                                       llvm::StringRef qualname) {
+  if (path.starts_with("<") && path.ends_with(">")) {
+    llvm::StringRef module = path;
+    if (module.consume_front("<frozen "))
+      module = module.drop_back();
+    return (module + "." + qualname).str();
+  }
+  llvm::SmallVector<llvm::StringRef, 16> components;
+  path.split(components, '/', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  if (components.empty())
+    return (path + "." + qualname).str();
+  // Below the innermost packages directory (virtualenvs nest in prefixes
+  // that contain pythonX.Y too), else below the standard library's
+  // directory; a relative path (py-spy's short names are relative to
+  // sys.path) is a module path already; else just the file.
+  size_t first = path.starts_with("/") ? components.size() - 1 : 0;
+  auto isPackagesDir = [](llvm::StringRef component) {
+    return component == "site-packages" || component == "dist-packages";
+  };
+  auto packages = llvm::find_if(llvm::reverse(components), isPackagesDir);
+  auto stdlib = llvm::find_if(llvm::reverse(components), isPythonLibDir);
+  if (packages != components.rend())
+    first = components.rend() - packages;
+  else if (stdlib != components.rend())
+    first = components.rend() - stdlib;
+  first = std::min(first, components.size() - 1);
+
+  std::string dotted;
+  for (size_t i = first, e = components.size(); i != e; ++i) {
+    llvm::StringRef component = components[i];
+    if (i + 1 == e) {
+      component.consume_back(".py");
+      if (component == "__init__" && i != first)
+        break;
+    }
+    if (!dotted.empty())
+      dotted += '.';
+    dotted += component;
+  }
+  return dotted + "." + qualname.str();
+}
+
+//===----------------------------------------------------------------------===//
+// FrameResolver
+//===----------------------------------------------------------------------===//
+
+FrameResolver::FrameResolver(const Module &current,
+                             const LineIndex &currentIndex)
+    : source(&current), sourceIndex(&currentIndex), current(current) {}
+
+FrameResolver::FrameResolver(const Module &snapshot,
+                             const LineIndex &snapshotIndex,
+                             const Module &current)
+    : source(&snapshot), sourceIndex(&snapshotIndex), current(current) {
+  translations.resize(snapshot.getNumEntities());
+  for (const Entity &old : snapshot.getEntities()) {
+    Translation &translation = translations[old.id];
+    translation.entity = current.lookupEntity(old.symbol);
+    translation.stale =
+        translation.entity == kNoEntity ||
+        current.getEntity(translation.entity).contentHash != old.contentHash;
+  }
+}
+
+ResolvedFrame FrameResolver::resolve(llvm::StringRef path,
+                                     llvm::StringRef qualname,
+                                     uint32_t line) const {
+  ResolvedFrame frame;
+  EntityId entity = sourceIndex->lookup(path, line);
+  if (entity == kNoEntity) {
+    frame.kind = ResolvedFrame::Kind::Library;
+    frame.name = getLibraryLeafName(path, qualname);
+    return frame;
+  }
+  if (!usesSnapshot()) {
+    frame.kind = ResolvedFrame::Kind::Entity;
+    frame.entity = entity;
+    return frame;
+  }
+  const Translation &translation = translations[entity];
+  frame.entity = translation.entity;
+  frame.stale = translation.stale;
+  frame.kind = translation.entity == kNoEntity ? ResolvedFrame::Kind::Vanished
+                                               : ResolvedFrame::Kind::Entity;
+  if (frame.stale)
+    frame.name = source->getEntity(entity).symbol.str();
+  return frame;
+}
