@@ -1,0 +1,119 @@
+//===- ChangeSet.h - The changes test selection acts on ---------*- C++ -*-===//
+//
+// select-affected and prune-context-equiv both ask, for every change that can
+// alter behaviour, which code it covers and which tests ran that code. A
+// ChangeSet answers once for both: it keeps the changes that are not
+// cosmetic, expands each changed entity to its *region* (the entity and
+// everything nested in it, since a changed class body or module-level line
+// affects every method and function defined under it), and joins regions
+// with the EvidenceGraph to list, per change, the tests that executed code
+// inside it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FASTCI_SELECT_CHANGESET_H
+#define FASTCI_SELECT_CHANGESET_H
+
+#include "fastci/Evidence/EvidenceGraph.h"
+#include "fastci/Evidence/EvidenceMerger.h"
+#include "fastci/IR/Module.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fastci {
+
+/// A change that selection must account for.
+struct RelevantChange {
+  /// Index of the change in Module::getChanges().
+  size_t index = 0;
+  /// The changed entity, or kNoEntity for code that no longer exists.
+  EntityId entity = kNoEntity;
+  /// The entity and every entity nested in it, ordered by id; empty for
+  /// code that no longer exists.
+  std::vector<EntityId> region;
+  /// Symbols the code was known by in earlier revisions (its own symbol and
+  /// `moved_from`), which stale evidence and unresolved edges may name.
+  std::vector<std::string> oldSymbols;
+  /// Number of changed lines (at least 1, so that changes recorded without
+  /// lines still weigh in line coverage).
+  uint64_t numLines = 1;
+};
+
+/// One test's execution of a change's region.
+struct ChangeExecution {
+  TestId test = kNoTest;
+  /// The entity of the region the test spent most samples in.
+  EntityId hottest = kNoEntity;
+  /// Inclusive samples of that entity.
+  uint64_t samples = 0;
+};
+
+/// The non-cosmetic changes of a module with their regions.
+class ChangeSet {
+public:
+  /// Collects the changes of \p module.
+  explicit ChangeSet(const Module &module);
+
+  /// The changes, in module order.
+  llvm::ArrayRef<RelevantChange> getChanges() const { return changes; }
+  /// The Change record of \p change.
+  const Change &getRecord(const RelevantChange &change) const {
+    return module.getChanges()[change.index];
+  }
+  /// True when \p entity itself has a non-cosmetic change.
+  bool isChangedEntity(EntityId entity) const;
+  /// True when the file \p path has a behaviour-changing change: a
+  /// non-cosmetic entity change in it, or a changed_file record saying it
+  /// was added, renamed or deleted.
+  bool isChangedFile(llvm::StringRef path) const;
+
+  /// The module the changes belong to.
+  const Module &getModule() const { return module; }
+
+  /// \p entity and every entity nested in it, ordered by id.
+  std::vector<EntityId> getRegion(EntityId entity) const;
+
+  /// The tests whose evidence executed code in \p region, ordered by test
+  /// id, each with the entity of the region it spent most samples in.
+  static std::vector<ChangeExecution>
+  getExecutions(const EvidenceGraph &graph, llvm::ArrayRef<EntityId> region);
+
+private:
+  const Module &module;
+  /// Nested entities, indexed by parent id.
+  std::vector<std::vector<EntityId>> children;
+  std::vector<RelevantChange> changes;
+  std::vector<bool> changedEntities;
+  std::vector<std::string> changedFiles;
+};
+
+/// How far \p test's evidence can be trusted: its `evidence` attribute, or
+/// for modules that never ran merge-evidence, Fresh when \p graph holds
+/// evidence for it and Missing otherwise. std::nullopt when the attribute
+/// names no state.
+std::optional<EvidenceState> getEvidenceTrust(const Test &test,
+                                              const EvidenceGraph &graph);
+
+/// True when evidence in \p state may stand for what a test runs.
+inline bool isUsableEvidence(EvidenceState state) {
+  return state == EvidenceState::Fresh || state == EvidenceState::Unverified;
+}
+
+/// The string \p key of \p attrs, if it is one. The view points into
+/// \p attrs itself (AttrDict::get returns a copy that a view would outlive).
+inline std::optional<llvm::StringRef> lookupString(const AttrDict &attrs,
+                                                   llvm::StringRef key) {
+  const Attribute *attr = attrs.lookup(key);
+  return attr ? attr->asString() : std::nullopt;
+}
+
+/// The file path that a test lives in: its entry's file, else the part of a
+/// pytest node id before `::`; empty when neither is known.
+llvm::StringRef getTestFilePath(const Module &module, const Test &test);
+
+} // namespace fastci
+
+#endif // FASTCI_SELECT_CHANGESET_H

@@ -1,0 +1,131 @@
+//===- ChangeSet.cpp - The changes test selection acts on -----------------===//
+//
+// Regions are computed from the parent links of entities in one pass over
+// the module; executions join each region with the EvidenceGraph's
+// per-entity test lists, so a change costs time proportional to its region
+// and the tests that ran it, not to the whole module.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Select/ChangeSet.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace fastci;
+
+ChangeSet::ChangeSet(const Module &module)
+    : module(module), children(module.getNumEntities()),
+      changedEntities(module.getNumEntities()) {
+  for (const Entity &entity : module.getEntities())
+    if (entity.parent < module.getNumEntities() && entity.parent != entity.id)
+      children[entity.parent].push_back(entity.id);
+
+  for (const auto &[index, change] : llvm::enumerate(module.getChanges())) {
+    if (change.kind == ChangeKind::Cosmetic)
+      continue;
+    RelevantChange &relevant = changes.emplace_back();
+    relevant.index = index;
+    if (change.entity < module.getNumEntities()) {
+      relevant.entity = change.entity;
+      relevant.region = getRegion(change.entity);
+      changedEntities[change.entity] = true;
+    }
+    relevant.oldSymbols.push_back(change.symbol.str());
+    if (std::optional<llvm::StringRef> from =
+            lookupString(change.attrs, "moved_from"))
+      relevant.oldSymbols.push_back(from->str());
+    uint64_t lines = 0;
+    for (const LineRange &range : change.lines)
+      lines += range.last >= range.first ? range.last - range.first + 1 : 1;
+    relevant.numLines = std::max<uint64_t>(lines, 1);
+
+    llvm::StringRef file = change.file;
+    if (file.empty() && change.entity < module.getNumEntities())
+      file = module.getFilePath(change.entity);
+    if (!file.empty())
+      changedFiles.push_back(file.str());
+  }
+  for (const ChangedFile &file : module.getChangedFiles())
+    if (file.status == "added" || file.status == "renamed" ||
+        file.status == "deleted")
+      changedFiles.push_back(file.path.str());
+  llvm::sort(changedFiles);
+  changedFiles.erase(std::unique(changedFiles.begin(), changedFiles.end()),
+                     changedFiles.end());
+}
+
+bool ChangeSet::isChangedEntity(EntityId entity) const {
+  return entity < changedEntities.size() && changedEntities[entity];
+}
+
+bool ChangeSet::isChangedFile(llvm::StringRef path) const {
+  return std::binary_search(changedFiles.begin(), changedFiles.end(), path);
+}
+
+std::vector<EntityId> ChangeSet::getRegion(EntityId entity) const {
+  std::vector<EntityId> region;
+  if (entity >= children.size())
+    return region;
+  // Parent links are only checked for cycles by the verifier; the seen set
+  // keeps a malformed module from looping here.
+  llvm::DenseSet<EntityId> seen;
+  std::vector<EntityId> worklist{entity};
+  while (!worklist.empty()) {
+    EntityId id = worklist.back();
+    worklist.pop_back();
+    if (!seen.insert(id).second)
+      continue;
+    region.push_back(id);
+    llvm::append_range(worklist, children[id]);
+  }
+  llvm::sort(region);
+  return region;
+}
+
+std::vector<ChangeExecution>
+ChangeSet::getExecutions(const EvidenceGraph &graph,
+                         llvm::ArrayRef<EntityId> region) {
+  llvm::DenseMap<TestId, ChangeExecution> byTest;
+  for (EntityId entity : region) {
+    for (TestId test : graph.getTestsExecuting(entity)) {
+      const EvidenceGraph::EntityUse *use = graph.lookup(test, entity);
+      uint64_t samples = use ? use->samples : 0;
+      ChangeExecution &execution = byTest[test];
+      // Regions are walked in id order, so ties keep the outermost entity.
+      if (execution.test == kNoTest || samples > execution.samples)
+        execution = {test, entity, samples};
+    }
+  }
+  std::vector<ChangeExecution> executions;
+  executions.reserve(byTest.size());
+  for (const auto &entry : byTest)
+    executions.push_back(entry.second);
+  llvm::sort(executions,
+             [](const ChangeExecution &a, const ChangeExecution &b) {
+               return a.test < b.test;
+             });
+  return executions;
+}
+
+llvm::StringRef fastci::getTestFilePath(const Module &module,
+                                        const Test &test) {
+  if (test.entry < module.getNumEntities()) {
+    llvm::StringRef path = module.getFilePath(test.entry);
+    if (!path.empty())
+      return path;
+  }
+  size_t separator = test.name.find("::");
+  return separator == llvm::StringRef::npos ? llvm::StringRef()
+                                            : test.name.take_front(separator);
+}
+
+std::optional<EvidenceState>
+fastci::getEvidenceTrust(const Test &test, const EvidenceGraph &graph) {
+  const Attribute *attr = test.attrs.lookup(evidence_attrs::kState);
+  if (!attr)
+    return graph.hasEvidence(test.index) ? EvidenceState::Fresh
+                                         : EvidenceState::Missing;
+  if (!attr->isString())
+    return std::nullopt;
+  return parseEvidenceState(attr->getString());
+}
