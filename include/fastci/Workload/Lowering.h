@@ -1,0 +1,67 @@
+//===- Lowering.h - The smallest workload that still validates a test -*-===//
+//
+// Given a test's workload, its validation scope and a dialect of the schema,
+// finds the smallest workload that keeps every dimension the test validates
+// (and every parallel and precision dimension) unchanged and satisfies all of
+// the framework's constraints, and predicts its run time. The search decides
+// dimensions in schema order, each at the smallest value for which all
+// constraints over decided dimensions hold, backtracking when a later
+// dimension has no valid value; so the result is the lexicographically
+// smallest valid workload in schema order, which puts the expensive
+// dimensions' minima first.
+//
+//===----------------------------------------------------------------------===//
+#ifndef FASTCI_WORKLOAD_LOWERING_H
+#define FASTCI_WORKLOAD_LOWERING_H
+
+#include "fastci/IR/Module.h"
+#include "fastci/Workload/Schema.h"
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fastci {
+
+/// The validation scope of a test named \p testName, inferred from its name
+/// tokens (`tp2` -> `tp`, `resume`, `dist_optimizer` -> `dist-optimizer`)
+/// against the scopes \p dialect knows. Degree-1 tokens (`tp1`) name no scope.
+std::vector<std::string> inferScope(llvm::StringRef testName,
+                                    const Dialect &dialect);
+
+/// What lowering decided for one test.
+struct LoweringResult {
+  /// True if at least one dimension shrank.
+  bool lowered = false;
+  /// Why the workload stayed as it is, when it did.
+  std::string reason;
+  /// Flag -> new value, for every dimension that changed.
+  AttrDict overrides;
+  /// Flag -> why it was kept (`scope tp`, `parallel`, `golden values`...),
+  /// for every dimension present in the workload that did not change.
+  AttrDict pinned;
+  /// Predicted seconds of the lowered run (the original when not lowered).
+  double predictedSeconds = 0;
+  /// When steps shrank on a test with per-step goldens: compare only the
+  /// first this-many steps.
+  std::optional<int64_t> goldenSteps;
+  /// True when a model dimension shrank on a test with goldens, which makes
+  /// them invalid (only for tests marked tolerant).
+  bool goldenInvalidated = false;
+};
+
+/// Options of the lowering search.
+struct LoweringOptions {
+  /// Constraint checks the search may spend per test before giving up.
+  unsigned searchBudget = 1000000;
+};
+
+/// Lowers \p test's workload under \p dialect with the validation scope
+/// \p scope.
+LoweringResult lowerWorkload(const Test &test,
+                             llvm::ArrayRef<std::string> scope,
+                             const Dialect &dialect,
+                             const LoweringOptions &options = {});
+
+} // namespace fastci
+
+#endif // FASTCI_WORKLOAD_LOWERING_H

@@ -1,0 +1,408 @@
+//===- Lowering.cpp - The smallest workload that still validates a test ---===//
+//
+// Implements scope inference and the constraint-respecting lowering search.
+// Dimension values are int64 throughout: flags given as booleans count as 0/1
+// and string-valued flags (`--fp8-format: hybrid`) as "present" (1), which is
+// all constraints and scopes need from them; only integer-valued dimensions
+// are ever lowered.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Workload/Lowering.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include <algorithm>
+#include <cmath>
+
+using namespace fastci;
+
+/// Lower-cases \p text and turns every separator into '_', so `tp2-PP4` and
+/// scope `dist-optimizer` tokenize alike.
+static std::vector<std::string> tokenize(llvm::StringRef text) {
+  std::vector<std::string> tokens;
+  std::string current;
+  for (char c : text) {
+    if (llvm::isAlnum(c)) {
+      current.push_back(llvm::toLower(c));
+      continue;
+    }
+    if (!current.empty())
+      tokens.push_back(std::move(current));
+    current.clear();
+  }
+  if (!current.empty())
+    tokens.push_back(std::move(current));
+  return tokens;
+}
+
+/// The spelling scopes are compared in: lower case, `-` for `_`, so a
+/// manifest's `dist_optimizer` is the schema's `dist-optimizer`.
+static std::string canonicalScope(llvm::StringRef name) {
+  std::string result = name.lower();
+  std::replace(result.begin(), result.end(), '_', '-');
+  return result;
+}
+
+/// True if \p scope names \p name, in canonical spelling.
+static bool scopeContains(llvm::ArrayRef<std::string> scope,
+                          llvm::StringRef name) {
+  std::string wanted = canonicalScope(name);
+  return llvm::any_of(scope, [&](const std::string &entry) {
+    return canonicalScope(entry) == wanted;
+  });
+}
+
+std::vector<std::string> fastci::inferScope(llvm::StringRef testName,
+                                            const Dialect &dialect) {
+  std::vector<std::string> tokens = tokenize(testName);
+  std::vector<std::string> scope;
+  auto add = [&](llvm::StringRef name) {
+    if (!llvm::is_contained(scope, name))
+      scope.push_back(name.str());
+  };
+  // Scopes are visited in sorted order so the result does not depend on the
+  // StringMap's hash order.
+  std::vector<llvm::StringRef> names;
+  for (const auto &entry : dialect.scopes)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  for (llvm::StringRef name : names) {
+    std::vector<std::string> scopeTokens = tokenize(name);
+    if (scopeTokens.empty())
+      continue;
+    // A multi-token scope (`dist-optimizer`) matches consecutive tokens.
+    for (size_t i = 0; i + scopeTokens.size() <= tokens.size(); ++i) {
+      if (std::equal(scopeTokens.begin(), scopeTokens.end(),
+                     tokens.begin() + i)) {
+        add(name);
+        break;
+      }
+    }
+    // A degree token (`tp2`, `ep8`) names a parallel scope when above one.
+    if (scopeTokens.size() != 1)
+      continue;
+    for (const std::string &token : tokens) {
+      llvm::StringRef rest(token);
+      unsigned degree;
+      if (rest.consume_front(scopeTokens[0]) && !rest.empty() &&
+          !rest.getAsInteger(10, degree) && degree > 1)
+        add(name);
+    }
+  }
+  return scope;
+}
+
+namespace {
+/// The search state: one value per dialect dimension, absent when the
+/// workload does not name it and it has no default.
+class LoweringSearch {
+public:
+  LoweringSearch(const Test &test, llvm::ArrayRef<std::string> scope,
+                 const Dialect &dialect, const LoweringOptions &options)
+      : test(test), scope(scope), dialect(dialect), options(options) {}
+
+  LoweringResult run();
+
+private:
+  /// A dimension's value; std::nullopt when absent.
+  using Value = std::optional<int64_t>;
+
+  void readOriginalValues();
+  void deriveValues(std::vector<Value> &values) const;
+  std::string pinReason(const Dimension &dim) const;
+  bool constraintApplies(const Constraint &c,
+                         const std::vector<Value> &values) const;
+  bool holds(const Constraint &c, const std::vector<Value> &values) const;
+  bool decided(const Constraint &c, size_t variable) const;
+  bool search(size_t variable);
+  double predictSeconds() const;
+
+  size_t indexOf(llvm::StringRef name) const {
+    for (size_t i = 0; i < dialect.dimensions.size(); ++i)
+      if (dialect.dimensions[i].name == name)
+        return i;
+    return dialect.dimensions.size();
+  }
+  Value valueOf(const std::vector<Value> &values, llvm::StringRef name) const {
+    size_t i = indexOf(name);
+    return i < values.size() ? values[i] : std::nullopt;
+  }
+
+  const Test &test;
+  llvm::ArrayRef<std::string> scope;
+  const Dialect &dialect;
+  const LoweringOptions &options;
+
+  std::vector<Value> original, current;
+  /// Per dimension: the search may change it.
+  std::vector<bool> variable;
+  /// Per dimension: the position in the variable order, or SIZE_MAX.
+  std::vector<size_t> order;
+  std::vector<size_t> variables;
+  unsigned checks = 0;
+};
+} // namespace
+
+void LoweringSearch::readOriginalValues() {
+  original.assign(dialect.dimensions.size(), std::nullopt);
+  for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
+    const Dimension &dim = dialect.dimensions[i];
+    if (dim.source == "nproc") {
+      Attribute nproc = test.attrs.get("nproc");
+      if (nproc.isInt())
+        original[i] = nproc.getInt();
+      else if (test.cost.gpus > 0)
+        original[i] = test.cost.gpus;
+      continue;
+    }
+    if (dim.flag.empty())
+      continue;
+    const Attribute *attr = test.workload.lookup(dim.flag);
+    if (!attr) {
+      original[i] = dim.defaultValue;
+      continue;
+    }
+    if (attr->isInt())
+      original[i] = attr->getInt();
+    else if (attr->isBool())
+      original[i] = attr->getBool() ? 1 : 0;
+    else if (attr->isString() || attr->isFloat())
+      original[i] = 1;
+  }
+  deriveValues(original);
+}
+
+void LoweringSearch::deriveValues(std::vector<Value> &values) const {
+  for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
+    const Dimension &dim = dialect.dimensions[i];
+    if (dim.deriveNum.empty())
+      continue;
+    int64_t num = 1, den = 1;
+    bool known = true;
+    for (const std::string &name : dim.deriveNum) {
+      Value v = valueOf(values, name);
+      known &= v.has_value();
+      num *= v.value_or(1);
+    }
+    for (const std::string &name : dim.deriveDen)
+      den *= valueOf(values, name).value_or(1);
+    values[i] = known && den > 0 && num % den == 0 ? Value(num / den)
+                                                   : std::nullopt;
+  }
+}
+
+std::string LoweringSearch::pinReason(const Dimension &dim) const {
+  if (!isShrinkableRole(dim.role))
+    return stringifyDimensionRole(dim.role).str();
+  // Sorted, so the reason never depends on the StringMap's hash order.
+  std::vector<llvm::StringRef> names;
+  for (const auto &entry : dialect.scopes)
+    names.push_back(entry.getKey());
+  llvm::sort(names);
+  for (llvm::StringRef name : names)
+    if (scopeContains(scope, name) &&
+        llvm::is_contained(dialect.scopes.find(name)->second, dim.name))
+      return "scope " + name.str();
+  if (!dim.lower)
+    return "not lowered by the schema";
+  bool hasGolden = test.attrs.contains("golden");
+  Attribute tolerant = test.attrs.get("tolerant");
+  bool isTolerant = tolerant.isBool() && tolerant.getBool();
+  if (hasGolden && !isTolerant && dim.role != DimensionRole::Steps)
+    return "golden values (test not tolerant)";
+  const Attribute *attr = test.workload.lookup(dim.flag);
+  if (attr && !attr->isInt())
+    return "not an integer";
+  return {};
+}
+
+bool LoweringSearch::constraintApplies(const Constraint &c,
+                                       const std::vector<Value> &values) const {
+  if (!c.ifScope.empty() && !scopeContains(scope, c.ifScope))
+    return false;
+  if (!c.when.empty() && valueOf(values, c.when).value_or(0) == 0)
+    return false;
+  return true;
+}
+
+bool LoweringSearch::holds(const Constraint &c,
+                           const std::vector<Value> &values) const {
+  if (!constraintApplies(c, values))
+    return true;
+  switch (c.kind) {
+  case Constraint::Kind::Divisible: {
+    Value value = valueOf(values, c.value);
+    if (!value)
+      return true;
+    __int128 divisor = c.factor;
+    for (const std::string &name : c.operands)
+      divisor *= valueOf(values, name).value_or(1);
+    return divisor > 0 && *value % divisor == 0;
+  }
+  case Constraint::Kind::Less:
+  case Constraint::Kind::AtLeast: {
+    Value value = valueOf(values, c.value);
+    Value other = valueOf(values, c.operands[0]);
+    if (!value || !other)
+      return true;
+    return c.kind == Constraint::Kind::Less ? *value < *other
+                                            : *value >= *other;
+  }
+  case Constraint::Kind::Preserve: {
+    // num/den == num0/den0, cross-multiplied to stay exact; skipped unless
+    // every dimension it names is present (an absent virtual-pipeline flag
+    // means there is no virtual-pipeline degree to preserve).
+    __int128 num = 1, den = 1, num0 = 1, den0 = 1;
+    for (const std::string &name : c.operands) {
+      Value v = valueOf(values, name), v0 = valueOf(original, name);
+      if (!v || !v0)
+        return true;
+      num *= *v;
+      num0 *= *v0;
+    }
+    for (const std::string &name : c.denominators) {
+      Value v = valueOf(values, name), v0 = valueOf(original, name);
+      if (!v || !v0)
+        return true;
+      den *= *v;
+      den0 *= *v0;
+    }
+    return num * den0 == num0 * den;
+  }
+  }
+  return true;
+}
+
+bool LoweringSearch::decided(const Constraint &c, size_t variable) const {
+  // A constraint can be checked once every variable it names has been
+  // given a value, i.e. sits at or before `variable` in the search order.
+  auto isDecided = [&](llvm::StringRef name) {
+    size_t i = indexOf(name);
+    return i >= order.size() || order[i] == SIZE_MAX || order[i] <= variable;
+  };
+  if (!c.value.empty() && !isDecided(c.value))
+    return false;
+  if (!c.when.empty() && !isDecided(c.when))
+    return false;
+  return llvm::all_of(c.operands, isDecided) &&
+         llvm::all_of(c.denominators, isDecided);
+}
+
+bool LoweringSearch::search(size_t position) {
+  if (position == variables.size())
+    return true;
+  size_t dimIndex = variables[position];
+  const Dimension &dim = dialect.dimensions[dimIndex];
+  int64_t upper = *original[dimIndex];
+  for (int64_t candidate = std::min<int64_t>(std::max<int64_t>(dim.min, 1), upper);
+       candidate <= upper; ++candidate) {
+    current[dimIndex] = candidate;
+    deriveValues(current);
+    bool ok = true;
+    for (const Constraint &c : dialect.constraints) {
+      if (!decided(c, position))
+        continue;
+      if (++checks > options.searchBudget)
+        return false;
+      if (!holds(c, current)) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok && search(position + 1))
+      return true;
+    if (checks > options.searchBudget)
+      return false;
+  }
+  current[dimIndex] = original[dimIndex];
+  deriveValues(current);
+  return false;
+}
+
+double LoweringSearch::predictSeconds() const {
+  double scale = 1;
+  for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
+    const Dimension &dim = dialect.dimensions[i];
+    if (dim.costExponent == 0 || !original[i] || !current[i] ||
+        *original[i] <= 0)
+      continue;
+    scale *= std::pow(double(*current[i]) / double(*original[i]),
+                      dim.costExponent);
+  }
+  double fixed = dialect.fixedFraction;
+  return test.cost.seconds * (fixed + (1 - fixed) * scale);
+}
+
+LoweringResult LoweringSearch::run() {
+  LoweringResult result;
+  result.predictedSeconds = test.cost.seconds;
+  readOriginalValues();
+
+  for (const Constraint &c : dialect.constraints) {
+    if (!holds(c, original)) {
+      result.reason = "the original workload violates '" +
+                      (c.why.empty() ? std::string("a constraint") : c.why) +
+                      "'";
+      return result;
+    }
+  }
+
+  order.assign(dialect.dimensions.size(), SIZE_MAX);
+  variable.assign(dialect.dimensions.size(), false);
+  for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
+    const Dimension &dim = dialect.dimensions[i];
+    if (dim.flag.empty() || !test.workload.contains(dim.flag))
+      continue;
+    std::string why = pinReason(dim);
+    if (!why.empty()) {
+      result.pinned.set(dim.flag, Attribute::getString(why));
+      continue;
+    }
+    variable[i] = true;
+    order[i] = variables.size();
+    variables.push_back(i);
+  }
+  if (variables.empty()) {
+    result.reason = "every workload dimension is validated, parallel, "
+                    "precision or pinned";
+    return result;
+  }
+
+  current = original;
+  if (!search(0)) {
+    current = original;
+    result.reason = checks > options.searchBudget
+                        ? "no valid lowering found within the search budget"
+                        : "no smaller workload satisfies the constraints";
+    return result;
+  }
+
+  bool hasGolden = test.attrs.contains("golden");
+  for (size_t i : variables) {
+    const Dimension &dim = dialect.dimensions[i];
+    if (current[i] == original[i]) {
+      result.pinned.set(dim.flag,
+                        Attribute::getString("smallest valid value"));
+      continue;
+    }
+    result.lowered = true;
+    result.overrides.set(dim.flag, Attribute::getInt(*current[i]));
+    if (!hasGolden)
+      continue;
+    if (dim.role == DimensionRole::Steps && dim.costExponent >= 1)
+      result.goldenSteps = *current[i];
+    else if (dim.role != DimensionRole::Steps)
+      result.goldenInvalidated = true;
+  }
+  if (!result.lowered)
+    result.reason = "every lowerable dimension is already at its smallest "
+                    "valid value";
+  result.predictedSeconds = predictSeconds();
+  return result;
+}
+
+LoweringResult fastci::lowerWorkload(const Test &test,
+                                     llvm::ArrayRef<std::string> scope,
+                                     const Dialect &dialect,
+                                     const LoweringOptions &options) {
+  return LoweringSearch(test, scope, dialect, options).run();
+}

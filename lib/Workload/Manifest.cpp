@@ -1,0 +1,303 @@
+//===- Manifest.cpp - Test manifests for CI jobs ---------------------------===//
+//
+// Reads FastCI test manifests and Megatron-LM functional-test configurations
+// into IR tests. Each manifest field lands in a typed Test field where one
+// exists (cost, workload, scope, tags) and in attributes otherwise (command,
+// nproc, golden, tolerant, env, dialect), so later passes and the plan can
+// use them without knowing the manifest format.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Workload/Manifest.h"
+#include "fastci/Support/YAML.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include <algorithm>
+
+using namespace fastci;
+
+namespace {
+/// Reads one manifest document into the module.
+class ManifestReader {
+public:
+  ManifestReader(Module &module, DiagnosticEngine &diag,
+                 ManifestLoadStats &stats, llvm::StringRef baseDir)
+      : module(module), diag(diag), stats(stats), baseDir(baseDir) {}
+
+  LogicalResult read(const YAMLNode &root) {
+    if (failed(expectKeys(root, {"version", "dialect", "defaults", "tests",
+                                 "import-megatron"})))
+      return failure();
+    const YAMLNode *version = root.get("version");
+    if (!version || version->getAsInt() != 1)
+      return error(version ? *version : root,
+                   "expected 'version: 1' in test manifest");
+    if (const YAMLNode *dialect = root.get("dialect"))
+      defaultDialect = dialect->scalar;
+    if (const YAMLNode *defaults = root.get("defaults")) {
+      if (failed(expectKeys(*defaults, testKeys())))
+        return failure();
+      this->defaults = defaults;
+    }
+    if (const YAMLNode *tests = root.get("tests")) {
+      if (!tests->isSequence())
+        return error(*tests, "expected a list of tests under 'tests'");
+      for (const YAMLNode &test : tests->elements)
+        if (failed(readTest(test)))
+          return failure();
+    }
+    if (const YAMLNode *imports = root.get("import-megatron")) {
+      if (failed(importMegatron(*imports)))
+        return failure();
+    }
+    return success();
+  }
+
+private:
+  static constexpr llvm::StringLiteral kTestKeys[] = {
+      "id",      "command", "nproc",    "gpus", "minutes",
+      "seconds", "scope",   "golden",   "tolerant", "env",
+      "tags",    "model_args", "dialect", "workload", "test_type"};
+
+  static llvm::SmallVector<llvm::StringRef> testKeys() {
+    return llvm::SmallVector<llvm::StringRef>(std::begin(kTestKeys),
+                                              std::end(kTestKeys));
+  }
+
+  LogicalResult error(const YAMLNode &node, const llvm::Twine &message) {
+    diag.error(node.loc, message);
+    return failure();
+  }
+
+  LogicalResult expectKeys(const YAMLNode &node,
+                           llvm::ArrayRef<llvm::StringRef> allowed) {
+    if (!node.isMapping())
+      return error(node, "expected a mapping");
+    for (const auto &[key, value] : node.entries)
+      if (!llvm::is_contained(allowed, llvm::StringRef(key.scalar)))
+        return error(key, "unknown key '" + key.scalar + "'");
+    return success();
+  }
+
+  /// The field \p key of \p test, falling back to the manifest's defaults.
+  const YAMLNode *field(const YAMLNode &test, llvm::StringRef key) {
+    if (const YAMLNode *value = test.get(key))
+      return value;
+    return defaults ? defaults->get(key) : nullptr;
+  }
+
+  LogicalResult readStringList(const YAMLNode &node,
+                               std::vector<std::string> &out) {
+    if (!node.isSequence())
+      return error(node, "expected a list of strings");
+    for (const YAMLNode &element : node.elements) {
+      if (!element.isScalar())
+        return error(element, "expected a string");
+      if (!llvm::is_contained(out, element.scalar))
+        out.push_back(element.scalar);
+    }
+    return success();
+  }
+
+  /// Resolves a manifest-relative path to one relative to nothing (absolute)
+  /// unless it already is.
+  std::string resolvePath(llvm::StringRef path) {
+    if (llvm::sys::path::is_absolute(path) || baseDir.empty())
+      return path.str();
+    llvm::SmallString<256> full(baseDir);
+    llvm::sys::path::append(full, path);
+    return std::string(full);
+  }
+
+  LogicalResult readTest(const YAMLNode &node) {
+    if (failed(expectKeys(node, testKeys())))
+      return failure();
+    const YAMLNode *id = node.get("id");
+    if (!id || !id->isScalar() || id->scalar.empty())
+      return error(id ? *id : node, "test needs a non-empty 'id'");
+    Test &test = getOrAddTest(id->scalar);
+    test.loc = id->loc;
+
+    std::optional<int64_t> gpus;
+    if (const YAMLNode *value = field(node, "gpus")) {
+      gpus = value->getAsInt();
+      if (!gpus || *gpus < 0)
+        return error(*value, "'gpus' must be a non-negative integer");
+      test.cost.gpus = *gpus;
+    }
+    for (auto [key, scale] : {std::pair{"minutes", 60.0}, {"seconds", 1.0}}) {
+      if (const YAMLNode *value = field(node, key)) {
+        std::optional<double> amount = value->getAsNumber();
+        if (!amount || *amount < 0)
+          return error(*value, "'" + llvm::Twine(key) +
+                                   "' must be a non-negative number");
+        test.cost.seconds = *amount * scale;
+      }
+    }
+    test.cost.gpuSeconds = double(test.cost.gpus) * test.cost.seconds;
+
+    if (const YAMLNode *nproc = field(node, "nproc")) {
+      std::optional<int64_t> value = nproc->getAsInt();
+      if (!value || *value < 1)
+        return error(*nproc, "'nproc' must be a positive integer");
+      test.attrs.set("nproc", Attribute::getInt(*value));
+    }
+    for (llvm::StringRef key : {"model_args", "workload"}) {
+      if (const YAMLNode *args = field(node, key); args && !args->isNull()) {
+        if (!args->isMapping())
+          return error(*args, "'" + key + "' must map flags to values");
+        for (const auto &[flag, value] : args->entries)
+          test.workload.set(flag.scalar, value.toAttribute());
+      }
+    }
+    if (const YAMLNode *scope = field(node, "scope")) {
+      if (failed(readStringList(*scope, test.scope)))
+        return failure();
+      test.attrs.set("scope_source", Attribute::getString("declared"));
+    }
+    if (const YAMLNode *tags = field(node, "tags"))
+      if (failed(readStringList(*tags, test.tags)))
+        return failure();
+    // Megatron's TEST_TYPE (`release`, `regular`...), kept as a tag.
+    if (const YAMLNode *type = field(node, "test_type"); type && type->isScalar())
+      if (!llvm::is_contained(test.tags, type->scalar))
+        test.tags.push_back(type->scalar);
+    if (const YAMLNode *command = field(node, "command"))
+      test.attrs.set("command", Attribute::getString(command->scalar));
+    if (const YAMLNode *golden = field(node, "golden"))
+      test.attrs.set("golden", Attribute::getString(golden->scalar));
+    if (const YAMLNode *tolerant = field(node, "tolerant")) {
+      std::optional<bool> value = tolerant->getAsBool();
+      if (!value)
+        return error(*tolerant, "'tolerant' must be true or false");
+      test.attrs.set("tolerant", Attribute::getBool(*value));
+    }
+    if (const YAMLNode *env = field(node, "env")) {
+      if (!env->isMapping())
+        return error(*env, "'env' must map variable names to values");
+      AttrDict vars;
+      for (const auto &[name, value] : env->entries)
+        vars.set(name.scalar, Attribute::getString(value.scalar));
+      test.attrs.set("env", Attribute::getDict(std::move(vars)));
+    }
+    const YAMLNode *dialect = field(node, "dialect");
+    std::string dialectName = dialect ? dialect->scalar : defaultDialect;
+    if (!dialectName.empty())
+      test.attrs.set("dialect", Attribute::getString(dialectName));
+    return success();
+  }
+
+  Test &getOrAddTest(llvm::StringRef name) {
+    TestId id = module.lookupTest(name);
+    if (id != kNoTest) {
+      ++stats.updated;
+      return module.getTest(id);
+    }
+    ++stats.added;
+    return module.getTest(module.addTest(name));
+  }
+
+  /// Imports every `<dir>/*/model_config.yaml` of Megatron-LM's functional
+  /// tests: the directory name is the test id, MODEL_ARGS the workload,
+  /// ENV_VARS the environment and TEST_TYPE a tag.
+  LogicalResult importMegatron(const YAMLNode &node) {
+    std::vector<const YAMLNode *> dirs;
+    if (node.isScalar())
+      dirs.push_back(&node);
+    else if (node.isSequence())
+      for (const YAMLNode &element : node.elements)
+        dirs.push_back(&element);
+    else
+      return error(node, "'import-megatron' must be a directory or a list");
+    for (const YAMLNode *dirNode : dirs) {
+      std::string dir = resolvePath(dirNode->scalar);
+      std::vector<std::string> configs;
+      std::error_code ec;
+      for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end;
+           it != end && !ec; it.increment(ec)) {
+        if (llvm::sys::path::filename(it->path()) == "model_config.yaml")
+          configs.push_back(it->path());
+      }
+      if (ec)
+        return error(*dirNode, "cannot read '" + dir + "': " + ec.message());
+      // Directory order is the file system's; sort for determinism.
+      std::sort(configs.begin(), configs.end());
+      if (configs.empty())
+        diag.warning(dirNode->loc,
+                     "no model_config.yaml found under '" + dir + "'");
+      for (const std::string &config : configs)
+        if (failed(importMegatronConfig(config)))
+          return failure();
+    }
+    return success();
+  }
+
+  LogicalResult importMegatronConfig(llvm::StringRef path) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!buffer) {
+      diag.emit(Severity::Error, path, 0, 0,
+                "cannot read: " + buffer.getError().message());
+      return failure();
+    }
+    unsigned bufferId = diag.addBuffer(std::move(*buffer));
+    std::optional<YAMLNode> root =
+        parseYAML(bufferId, diag, DuplicateKeys::WarnLastWins);
+    if (!root)
+      return failure();
+    if (!root->isMapping())
+      return error(*root, "expected a Megatron model_config mapping");
+    llvm::StringRef dir = llvm::sys::path::parent_path(path);
+    Test &test = getOrAddTest(llvm::sys::path::filename(dir));
+    test.loc = root->loc;
+    if (const YAMLNode *args = root->get("MODEL_ARGS"); args && !args->isNull()) {
+      if (!args->isMapping())
+        return error(*args, "MODEL_ARGS must map flags to values");
+      for (const auto &[flag, value] : args->entries)
+        test.workload.set(flag.scalar, value.toAttribute());
+    }
+    if (const YAMLNode *env = root->get("ENV_VARS"); env && env->isMapping()) {
+      AttrDict vars;
+      for (const auto &[name, value] : env->entries)
+        vars.set(name.scalar, Attribute::getString(value.scalar));
+      test.attrs.set("env", Attribute::getDict(std::move(vars)));
+    }
+    if (const YAMLNode *type = root->get("TEST_TYPE"); type && type->isScalar())
+      if (!llvm::is_contained(test.tags, type->scalar))
+        test.tags.push_back(type->scalar);
+    test.attrs.set("dialect", Attribute::getString("megatron"));
+    test.attrs.set("config", Attribute::getString(path));
+    llvm::SmallString<256> golden(dir);
+    llvm::sys::path::append(golden, "golden_values_dev_dgx_h100.json");
+    if (llvm::sys::fs::exists(golden))
+      test.attrs.set("golden", Attribute::getString(golden));
+    // Megatron's CI runs these on one node of 8 GPUs unless told otherwise.
+    if (test.cost.gpus == 0) {
+      test.cost.gpus = 8;
+      test.attrs.set("nproc", Attribute::getInt(8));
+    }
+    return success();
+  }
+
+  Module &module;
+  DiagnosticEngine &diag;
+  ManifestLoadStats &stats;
+  std::string baseDir;
+  std::string defaultDialect;
+  const YAMLNode *defaults = nullptr;
+};
+} // namespace
+
+LogicalResult fastci::loadTestManifest(unsigned bufferId, Module &module,
+                                       DiagnosticEngine &diag,
+                                       ManifestLoadStats &stats) {
+  std::optional<YAMLNode> root = parseYAML(bufferId, diag);
+  if (!root)
+    return failure();
+  llvm::StringRef name =
+      diag.getSourceMgr().getMemoryBuffer(bufferId)->getBufferIdentifier();
+  return ManifestReader(module, diag, stats,
+                        llvm::sys::path::parent_path(name))
+      .read(*root);
+}

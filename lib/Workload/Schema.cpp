@@ -1,0 +1,350 @@
+//===- Schema.cpp - Workload dimensions, roles and constraints ------------===//
+//
+// Reads workload schemas from YAML. The reader is strict: unknown keys,
+// unknown roles and constraints naming undeclared dimensions are errors at
+// their location, because a typo in a schema would otherwise silently allow
+// an invalid lowering.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Workload/Schema.h"
+#include "fastci/Support/YAML.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace fastci;
+
+llvm::StringRef fastci::stringifyDimensionRole(DimensionRole role) {
+  switch (role) {
+  case DimensionRole::Steps:
+    return "steps";
+  case DimensionRole::Depth:
+    return "depth";
+  case DimensionRole::Width:
+    return "width";
+  case DimensionRole::Sequence:
+    return "sequence";
+  case DimensionRole::Batch:
+    return "batch";
+  case DimensionRole::Checkpoint:
+    return "checkpoint";
+  case DimensionRole::Parallel:
+    return "parallel";
+  case DimensionRole::Precision:
+    return "precision";
+  }
+  return "steps";
+}
+
+bool fastci::isShrinkableRole(DimensionRole role) {
+  return role != DimensionRole::Parallel && role != DimensionRole::Precision;
+}
+
+const Dimension *Dialect::lookup(llvm::StringRef name) const {
+  for (const Dimension &dim : dimensions)
+    if (dim.name == name)
+      return &dim;
+  return nullptr;
+}
+
+const Dimension *Dialect::lookupFlag(llvm::StringRef flag) const {
+  for (const Dimension &dim : dimensions)
+    if (!dim.flag.empty() && dim.flag == flag)
+      return &dim;
+  return nullptr;
+}
+
+const Dialect *WorkloadSchema::lookup(llvm::StringRef name) const {
+  for (const Dialect &dialect : dialects)
+    if (dialect.name == name)
+      return &dialect;
+  return nullptr;
+}
+
+llvm::StringRef fastci::getDefaultWorkloadSchemaText() {
+  static const char text[] =
+#include "DefaultSchema.inc"
+      ;
+  return llvm::StringRef(text, sizeof(text) - 1);
+}
+
+namespace {
+/// Reads one schema document, reporting the first error.
+class SchemaReader {
+public:
+  explicit SchemaReader(DiagnosticEngine &diag) : diag(diag) {}
+
+  std::optional<WorkloadSchema> read(const YAMLNode &root) {
+    if (!expectKeys(root, {"version", "dialects"}))
+      return std::nullopt;
+    const YAMLNode *version = root.get("version");
+    if (!version || version->getAsInt() != 1)
+      return error(version ? *version : root,
+                   "expected 'version: 1' in workload schema");
+    const YAMLNode *dialects = root.get("dialects");
+    if (!dialects || !dialects->isMapping())
+      return error(dialects ? *dialects : root,
+                   "expected a mapping of dialects under 'dialects'");
+    WorkloadSchema schema;
+    for (const auto &[name, body] : dialects->entries) {
+      std::optional<Dialect> dialect = readDialect(name.scalar, body);
+      if (!dialect)
+        return std::nullopt;
+      schema.dialects.push_back(std::move(*dialect));
+    }
+    return schema;
+  }
+
+private:
+  std::nullopt_t error(const YAMLNode &node, const llvm::Twine &message) {
+    diag.error(node.loc, message);
+    return std::nullopt;
+  }
+
+  /// Rejects keys of \p node outside \p allowed; false on error.
+  bool expectKeys(const YAMLNode &node,
+                  std::initializer_list<llvm::StringRef> allowed) {
+    if (!node.isMapping()) {
+      error(node, "expected a mapping");
+      return false;
+    }
+    for (const auto &[key, value] : node.entries) {
+      if (llvm::is_contained(allowed, llvm::StringRef(key.scalar)))
+        continue;
+      error(key, "unknown key '" + key.scalar + "'");
+      return false;
+    }
+    return true;
+  }
+
+  std::optional<std::vector<std::string>> readNames(const YAMLNode &node) {
+    if (!node.isSequence())
+      return error(node, "expected a list of dimension names");
+    std::vector<std::string> names;
+    for (const YAMLNode &element : node.elements) {
+      if (!element.isScalar())
+        return error(element, "expected a dimension name");
+      names.push_back(element.scalar);
+    }
+    return names;
+  }
+
+  std::optional<Dimension> readDimension(const YAMLNode &node) {
+    if (!expectKeys(node, {"name", "flag", "role", "min", "default", "cost",
+                           "source", "derive", "lower"}))
+      return std::nullopt;
+    Dimension dim;
+    const YAMLNode *name = node.get("name");
+    if (!name || !name->isScalar() || name->scalar.empty())
+      return error(name ? *name : node, "dimension needs a 'name'");
+    dim.name = name->scalar;
+    if (const YAMLNode *flag = node.get("flag"))
+      dim.flag = flag->scalar;
+    const YAMLNode *role = node.get("role");
+    if (!role)
+      return error(node, "dimension '" + dim.name + "' needs a 'role'");
+    std::optional<DimensionRole> parsedRole =
+        llvm::StringSwitch<std::optional<DimensionRole>>(role->scalar)
+            .Case("steps", DimensionRole::Steps)
+            .Case("depth", DimensionRole::Depth)
+            .Case("width", DimensionRole::Width)
+            .Case("sequence", DimensionRole::Sequence)
+            .Case("batch", DimensionRole::Batch)
+            .Case("checkpoint", DimensionRole::Checkpoint)
+            .Case("parallel", DimensionRole::Parallel)
+            .Case("precision", DimensionRole::Precision)
+            .Default(std::nullopt);
+    if (!parsedRole)
+      return error(*role, "unknown role '" + role->scalar +
+                              "' (expected steps, depth, width, sequence, "
+                              "batch, checkpoint, parallel or precision)");
+    dim.role = *parsedRole;
+    if (const YAMLNode *min = node.get("min")) {
+      std::optional<int64_t> value = min->getAsInt();
+      if (!value || *value < 0)
+        return error(*min, "'min' must be a non-negative integer");
+      dim.min = *value;
+    }
+    if (const YAMLNode *def = node.get("default")) {
+      std::optional<int64_t> value = def->getAsInt();
+      if (!value)
+        return error(*def, "'default' must be an integer");
+      dim.defaultValue = *value;
+    }
+    if (const YAMLNode *cost = node.get("cost")) {
+      std::optional<double> value = cost->getAsNumber();
+      if (!value || *value < 0)
+        return error(*cost, "'cost' must be a non-negative number");
+      dim.costExponent = *value;
+    }
+    if (const YAMLNode *lower = node.get("lower")) {
+      std::optional<bool> value = lower->getAsBool();
+      if (!value)
+        return error(*lower, "'lower' must be true or false");
+      dim.lower = *value;
+    }
+    if (const YAMLNode *source = node.get("source")) {
+      if (source->scalar != "nproc")
+        return error(*source, "unknown source '" + source->scalar +
+                                  "' (expected 'nproc')");
+      dim.source = source->scalar;
+    }
+    if (const YAMLNode *derive = node.get("derive")) {
+      if (!expectKeys(*derive, {"num", "den"}))
+        return std::nullopt;
+      for (auto [key, out] : {std::pair{"num", &dim.deriveNum},
+                              std::pair{"den", &dim.deriveDen}}) {
+        if (const YAMLNode *names = derive->get(key)) {
+          std::optional<std::vector<std::string>> list = readNames(*names);
+          if (!list)
+            return std::nullopt;
+          *out = std::move(*list);
+        }
+      }
+    }
+    return dim;
+  }
+
+  std::optional<Constraint> readConstraint(const YAMLNode &node,
+                                           const Dialect &dialect) {
+    if (!expectKeys(node, {"divisible", "by", "factor", "less", "at-least",
+                           "than", "preserve", "when", "if-scope", "why"}))
+      return std::nullopt;
+    Constraint constraint;
+    if (const YAMLNode *why = node.get("why"))
+      constraint.why = why->scalar;
+    if (const YAMLNode *when = node.get("when"))
+      constraint.when = when->scalar;
+    if (const YAMLNode *scope = node.get("if-scope"))
+      constraint.ifScope = scope->scalar;
+    if (const YAMLNode *value = node.get("divisible")) {
+      constraint.kind = Constraint::Kind::Divisible;
+      constraint.value = value->scalar;
+      const YAMLNode *by = node.get("by");
+      if (!by)
+        return error(node, "'divisible' needs 'by'");
+      std::optional<std::vector<std::string>> names = readNames(*by);
+      if (!names)
+        return std::nullopt;
+      constraint.operands = std::move(*names);
+      if (const YAMLNode *factor = node.get("factor")) {
+        std::optional<int64_t> f = factor->getAsInt();
+        if (!f || *f < 1)
+          return error(*factor, "'factor' must be a positive integer");
+        constraint.factor = *f;
+      }
+    } else if (const YAMLNode *value = node.get("less") ? node.get("less")
+                                                          : node.get("at-least")) {
+      constraint.kind = node.get("less") ? Constraint::Kind::Less
+                                         : Constraint::Kind::AtLeast;
+      constraint.value = value->scalar;
+      const YAMLNode *than = node.get("than");
+      if (!than || !than->isScalar())
+        return error(node, "comparison needs 'than: <dimension>'");
+      constraint.operands = {than->scalar};
+    } else if (const YAMLNode *preserve = node.get("preserve")) {
+      constraint.kind = Constraint::Kind::Preserve;
+      if (!expectKeys(*preserve, {"num", "den"}))
+        return std::nullopt;
+      const YAMLNode *num = preserve->get("num");
+      if (!num)
+        return error(*preserve, "'preserve' needs 'num'");
+      std::optional<std::vector<std::string>> names = readNames(*num);
+      if (!names)
+        return std::nullopt;
+      constraint.operands = std::move(*names);
+      if (const YAMLNode *den = preserve->get("den")) {
+        std::optional<std::vector<std::string>> denNames = readNames(*den);
+        if (!denNames)
+          return std::nullopt;
+        constraint.denominators = std::move(*denNames);
+      }
+    } else {
+      return error(node, "constraint needs one of 'divisible', 'less', "
+                         "'at-least' or 'preserve'");
+    }
+    // Every name a constraint uses must be declared: a misspelt dimension
+    // would make the constraint vacuous.
+    std::vector<std::string> used = constraint.operands;
+    llvm::append_range(used, constraint.denominators);
+    if (!constraint.value.empty())
+      used.push_back(constraint.value);
+    if (!constraint.when.empty())
+      used.push_back(constraint.when);
+    for (const std::string &name : used)
+      if (!dialect.lookup(name))
+        return error(node, "constraint names undeclared dimension '" + name +
+                               "'");
+    return constraint;
+  }
+
+  std::optional<Dialect> readDialect(llvm::StringRef name,
+                                     const YAMLNode &node) {
+    if (!expectKeys(node,
+                    {"dimensions", "constraints", "scopes", "fixed-fraction"}))
+      return std::nullopt;
+    Dialect dialect;
+    dialect.name = name.str();
+    if (const YAMLNode *fixed = node.get("fixed-fraction")) {
+      std::optional<double> value = fixed->getAsNumber();
+      if (!value || *value < 0 || *value > 1)
+        return error(*fixed, "'fixed-fraction' must be a number in [0, 1]");
+      dialect.fixedFraction = *value;
+    }
+    const YAMLNode *dims = node.get("dimensions");
+    if (!dims || !dims->isSequence())
+      return error(dims ? *dims : node,
+                   "dialect '" + name + "' needs a list of 'dimensions'");
+    llvm::StringSet<> names;
+    for (const YAMLNode &element : dims->elements) {
+      std::optional<Dimension> dim = readDimension(element);
+      if (!dim)
+        return std::nullopt;
+      if (!names.insert(dim->name).second)
+        return error(element, "duplicate dimension '" + dim->name + "'");
+      dialect.dimensions.push_back(std::move(*dim));
+    }
+    for (const Dimension &dim : dialect.dimensions)
+      for (const std::string &ref : llvm::concat<const std::string>(
+               dim.deriveNum, dim.deriveDen))
+        if (!names.contains(ref))
+          return error(*dims, "dimension '" + dim.name +
+                                  "' derives from undeclared '" + ref + "'");
+    if (const YAMLNode *constraints = node.get("constraints")) {
+      if (!constraints->isSequence())
+        return error(*constraints, "expected a list of constraints");
+      for (const YAMLNode &element : constraints->elements) {
+        std::optional<Constraint> constraint = readConstraint(element, dialect);
+        if (!constraint)
+          return std::nullopt;
+        dialect.constraints.push_back(std::move(*constraint));
+      }
+    }
+    if (const YAMLNode *scopes = node.get("scopes")) {
+      if (!scopes->isMapping())
+        return error(*scopes, "expected a mapping of scopes");
+      for (const auto &[scope, pinned] : scopes->entries) {
+        std::optional<std::vector<std::string>> list = readNames(pinned);
+        if (!list)
+          return std::nullopt;
+        for (const std::string &dimName : *list)
+          if (!names.contains(dimName))
+            return error(pinned, "scope '" + scope.scalar +
+                                     "' pins undeclared dimension '" +
+                                     dimName + "'");
+        dialect.scopes[scope.scalar] = std::move(*list);
+      }
+    }
+    return dialect;
+  }
+
+  DiagnosticEngine &diag;
+};
+} // namespace
+
+std::optional<WorkloadSchema>
+fastci::parseWorkloadSchema(unsigned bufferId, DiagnosticEngine &diag) {
+  std::optional<YAMLNode> root = parseYAML(bufferId, diag);
+  if (!root)
+    return std::nullopt;
+  return SchemaReader(diag).read(*root);
+}

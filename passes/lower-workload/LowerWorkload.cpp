@@ -1,0 +1,181 @@
+//===- LowerWorkload.cpp - The lower-workload pass ------------------------===//
+//
+// lower-workload shrinks each selected test's workload along the dimensions
+// it does not validate, within the framework's constraints, and records the
+// result as concrete overrides in the test's own syntax, a predicted cost,
+// and what happens to its golden values. The search is lowerWorkload()
+// (lib/Workload); docs/Workloads.md explains schema, scopes and overrides.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/IR/Module.h"
+#include "fastci/Pass/Pass.h"
+#include "fastci/Pass/PassRegistry.h"
+#include "fastci/Workload/Lowering.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace fastci;
+
+namespace {
+
+struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
+  llvm::StringRef getArgument() const override { return "lower-workload"; }
+  llvm::StringRef getSummary() const override {
+    return "Shrink each test's workload along dimensions it does not validate";
+  }
+  llvm::StringRef getDescription() const override {
+    return "For every selected, unpruned test with a workload: keeps the "
+           "dimensions in its validation scope (declared, or inferred from "
+           "its id and recorded as `scope_source = \"inferred\"`) and every "
+           "parallel and precision dimension, shrinks the others to the "
+           "smallest values meeting the schema's constraints, and records "
+           "`lowered`, `overrides`, `override_args` (or `override_env` for "
+           "pytest tests), `pinned`, `golden_steps` and the predicted cost, "
+           "which replaces the test's cost (the original is kept in "
+           "`original_seconds`). A test with no valid lowering keeps its "
+           "workload and says why in `lowering_reason`.";
+  }
+
+  Option<std::string> schemaFile{
+      *this, "schema",
+      llvm::cl::desc("Workload schema (default: the one FastCI ships)")};
+  Option<std::string> defaultDialect{
+      *this, "dialect",
+      llvm::cl::desc("Dialect of tests that name none"),
+      llvm::cl::init("megatron")};
+  Option<bool> inferScopes{
+      *this, "infer-scope",
+      llvm::cl::desc("Infer the scope of tests that declare none from their id"),
+      llvm::cl::init(true)};
+  Option<unsigned> searchBudget{
+      *this, "search-budget",
+      llvm::cl::desc("Constraint checks per test before giving up"),
+      llvm::cl::init(1000000u)};
+
+  Statistic numLowered{this, "num-lowered", "Tests whose workload shrank"};
+  Statistic numKept{this, "num-kept", "Tests whose workload could not shrink"};
+  Statistic numInferred{this, "num-inferred-scopes",
+                        "Tests whose scope was inferred from their id"};
+
+  WorkloadSchema schema;
+
+  LogicalResult initialize(DiagnosticEngine &diag) override {
+    std::unique_ptr<llvm::MemoryBuffer> buffer;
+    if (schemaFile.getValue().empty()) {
+      buffer = llvm::MemoryBuffer::getMemBuffer(getDefaultWorkloadSchemaText(),
+                                                "<default workload schema>");
+    } else {
+      llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+          llvm::MemoryBuffer::getFile(schemaFile.getValue(), /*IsText=*/true);
+      if (!file) {
+        diag.emit(Severity::Error, schemaFile.getValue(), 0, 0,
+                  "could not open workload schema: " +
+                      file.getError().message());
+        return failure();
+      }
+      buffer = std::move(*file);
+    }
+    std::optional<WorkloadSchema> parsed =
+        parseWorkloadSchema(diag.addBuffer(std::move(buffer)), diag);
+    if (!parsed)
+      return failure();
+    schema = std::move(*parsed);
+    if (!schema.lookup(defaultDialect.getValue())) {
+      diag.error(defaultDialect.getLoc().isValid() ? defaultDialect.getLoc()
+                                                   : getLoc(),
+                 "unknown dialect '" + defaultDialect.getValue() + "'");
+      return failure();
+    }
+    return success();
+  }
+
+  /// True unless an earlier pass decided the test does not run.
+  static bool runs(const Test &test) {
+    Attribute selected = test.attrs.get("selected");
+    Attribute pruned = test.attrs.get("pruned");
+    return !(selected.isBool() && !selected.getBool()) &&
+           !(pruned.isBool() && pruned.getBool());
+  }
+
+  void runOnModule() override {
+    for (Test &test : getModule().getTests()) {
+      if (test.workload.empty() || !runs(test))
+        continue;
+      Attribute dialectAttr = test.attrs.get("dialect");
+      llvm::StringRef dialectName =
+          dialectAttr.isString() ? dialectAttr.getString()
+                                 : llvm::StringRef(defaultDialect.getValue());
+      const Dialect *dialect = schema.lookup(dialectName);
+      if (!dialect) {
+        getDiagnostics().error(test.loc, "test '" + test.name +
+                                             "' uses unknown dialect '" +
+                                             dialectName + "'");
+        return signalPassFailure();
+      }
+      if (test.scope.empty() && inferScopes) {
+        test.scope = inferScope(test.name, *dialect);
+        test.attrs.set("scope_source", Attribute::getString("inferred"));
+        ++numInferred;
+      }
+      LoweringOptions options;
+      options.searchBudget = searchBudget;
+      record(test, lowerWorkload(test, test.scope, *dialect, options));
+    }
+  }
+
+  /// Writes \p result onto \p test.
+  void record(Test &test, const LoweringResult &result) {
+    test.attrs.set("lowered", Attribute::getBool(result.lowered));
+    if (!result.pinned.empty())
+      test.attrs.set("pinned", Attribute::getDict(result.pinned));
+    if (!result.lowered) {
+      ++numKept;
+      test.attrs.set("lowering_reason", Attribute::getString(result.reason));
+      return;
+    }
+    ++numLowered;
+    test.attrs.set("overrides", Attribute::getDict(result.overrides));
+    if (test.attrs.contains("command") || test.attrs.contains("config"))
+      test.attrs.set("override_args", commandLineOverrides(result.overrides));
+    else
+      test.attrs.set("override_env", environmentOverrides(result.overrides));
+    if (result.goldenSteps)
+      test.attrs.set("golden_steps", Attribute::getInt(*result.goldenSteps));
+    if (result.goldenInvalidated)
+      test.attrs.set("golden_invalidated", Attribute::getBool(true));
+    test.attrs.set("original_seconds", Attribute::getFloat(test.cost.seconds));
+    test.cost.seconds = result.predictedSeconds;
+    test.cost.gpuSeconds = double(test.cost.gpus) * result.predictedSeconds;
+  }
+
+  /// `--flag value` pairs, as CI jobs pass framework flags.
+  static Attribute commandLineOverrides(const AttrDict &overrides) {
+    std::vector<Attribute> args;
+    for (const auto &[flag, value] : overrides) {
+      args.push_back(Attribute::getString(flag));
+      args.push_back(Attribute::getString(value.str()));
+    }
+    return Attribute::getList(std::move(args));
+  }
+
+  /// pytest tests read their declared workload through the fastci_workload
+  /// fixture, which applies FASTCI_WORKLOAD_OVERRIDES (a JSON object).
+  static Attribute environmentOverrides(const AttrDict &overrides) {
+    llvm::json::Object object;
+    for (const auto &[key, value] : overrides)
+      object[key] = value.getInt();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::json::Value(std::move(object));
+    AttrDict env;
+    env.set("FASTCI_WORKLOAD_OVERRIDES", Attribute::getString(text));
+    return Attribute::getDict(std::move(env));
+  }
+};
+
+} // namespace
+
+namespace fastci {
+void registerLowerWorkloadPasses() { PassRegistration<LowerWorkloadPass>(); }
+} // namespace fastci

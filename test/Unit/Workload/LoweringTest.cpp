@@ -1,0 +1,148 @@
+//===- LoweringTest.cpp - Workload lowering unit tests --------------------===//
+//
+// The lowering search against the shipped default schema: scope inference
+// from Megatron-style test names, pinned dimensions, constraint satisfaction
+// and the cost model, on workloads small enough to check by hand.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Workload/Lowering.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+#include "gtest/gtest.h"
+
+using namespace fastci;
+
+namespace {
+
+class LoweringTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    unsigned id = diag.addBuffer(llvm::MemoryBuffer::getMemBuffer(
+        getDefaultWorkloadSchemaText(), "default-schema.yaml"));
+    std::optional<WorkloadSchema> parsed = parseWorkloadSchema(id, diag);
+    ASSERT_TRUE(parsed.has_value());
+    schema = std::move(*parsed);
+    megatron = schema.lookup("megatron");
+    ASSERT_NE(megatron, nullptr);
+  }
+
+  fastci::Test &makeTest(llvm::StringRef name, int64_t nproc) {
+    fastci::Test &test = module.getTest(module.addTest(name));
+    test.attrs.set("nproc", Attribute::getInt(nproc));
+    test.cost = Cost{8, 600, 4800};
+    return test;
+  }
+
+  std::string errors;
+  llvm::raw_string_ostream errorStream{errors};
+  DiagnosticEngine diag{&errorStream};
+  WorkloadSchema schema;
+  const Dialect *megatron = nullptr;
+  Module module;
+};
+
+TEST_F(LoweringTest, InfersScopeFromMegatronNames) {
+  EXPECT_EQ(inferScope("gpt3_mcore_te_tp2_pp2_resume_dist_optimizer", *megatron),
+            (std::vector<std::string>{"dist-optimizer", "pp", "resume", "tp"}));
+  // Degree one is no parallelism to validate.
+  EXPECT_EQ(inferScope("gpt3_mcore_tp1_pp1", *megatron),
+            std::vector<std::string>{});
+  EXPECT_EQ(inferScope("moe_ep8_fp8", *megatron),
+            (std::vector<std::string>{"ep", "fp8", "moe"}));
+}
+
+TEST_F(LoweringTest, ShrinksOutsideScopeWithinConstraints) {
+  fastci::Test &test = makeTest("gpt_tp2", 4);
+  test.workload.set("--tensor-model-parallel-size", Attribute::getInt(2));
+  test.workload.set("--num-layers", Attribute::getInt(12));
+  test.workload.set("--hidden-size", Attribute::getInt(512));
+  test.workload.set("--num-attention-heads", Attribute::getInt(8));
+  test.workload.set("--seq-length", Attribute::getInt(1024));
+  test.workload.set("--max-position-embeddings", Attribute::getInt(1024));
+  test.workload.set("--micro-batch-size", Attribute::getInt(2));
+  test.workload.set("--global-batch-size", Attribute::getInt(32));
+  test.workload.set("--train-iters", Attribute::getInt(100));
+  LoweringResult result = lowerWorkload(test, {"tp"}, *megatron);
+  ASSERT_TRUE(result.lowered) << result.reason;
+  // Heads stay divisible by tp = 2, hidden by heads, the global batch by
+  // micro batch x dp (dp = 4 / 2 = 2), and every minimum holds.
+  EXPECT_EQ(result.overrides.get("--num-attention-heads").getInt(), 2);
+  EXPECT_EQ(result.overrides.get("--hidden-size").getInt(), 16);
+  EXPECT_EQ(result.overrides.get("--num-layers").getInt(), 1);
+  EXPECT_EQ(result.overrides.get("--seq-length").getInt(), 16);
+  EXPECT_EQ(result.overrides.get("--max-position-embeddings").getInt(), 16);
+  EXPECT_EQ(result.overrides.get("--micro-batch-size").getInt(), 1);
+  EXPECT_EQ(result.overrides.get("--global-batch-size").getInt(), 2);
+  EXPECT_EQ(result.overrides.get("--train-iters").getInt(), 4);
+  EXPECT_FALSE(result.overrides.contains("--tensor-model-parallel-size"));
+  EXPECT_EQ(result.pinned.get("--tensor-model-parallel-size").getString(),
+            "parallel");
+  EXPECT_LT(result.predictedSeconds, 600 * 0.16);
+  EXPECT_GT(result.predictedSeconds, 600 * 0.15);
+}
+
+TEST_F(LoweringTest, GoldensAllowOnlyStepsUnlessTolerant) {
+  fastci::Test &test = makeTest("gpt_tp1_pp1", 1);
+  test.attrs.set("golden", Attribute::getString("golden.json"));
+  test.workload.set("--num-layers", Attribute::getInt(4));
+  test.workload.set("--train-iters", Attribute::getInt(50));
+  LoweringResult strict = lowerWorkload(test, {}, *megatron);
+  ASSERT_TRUE(strict.lowered);
+  EXPECT_EQ(strict.overrides.get("--train-iters").getInt(), 4);
+  EXPECT_FALSE(strict.overrides.contains("--num-layers"));
+  EXPECT_EQ(strict.goldenSteps, 4);
+  EXPECT_FALSE(strict.goldenInvalidated);
+
+  test.attrs.set("tolerant", Attribute::getBool(true));
+  LoweringResult tolerant = lowerWorkload(test, {}, *megatron);
+  EXPECT_EQ(tolerant.overrides.get("--num-layers").getInt(), 1);
+  EXPECT_TRUE(tolerant.goldenInvalidated);
+}
+
+TEST_F(LoweringTest, VirtualPipelineDegreeIsPreserved) {
+  fastci::Test &test = makeTest("gpt_pp2_vp2", 2);
+  test.workload.set("--pipeline-model-parallel-size", Attribute::getInt(2));
+  test.workload.set("--num-layers", Attribute::getInt(8));
+  test.workload.set("--num-layers-per-virtual-pipeline-stage",
+                    Attribute::getInt(2));
+  LoweringResult result = lowerWorkload(test, {"pp"}, *megatron);
+  ASSERT_TRUE(result.lowered);
+  // vp degree = 8 / (2 x 2) = 2 must stay 2: 4 layers, 1 per virtual stage.
+  EXPECT_EQ(result.overrides.get("--num-layers").getInt(), 4);
+  EXPECT_EQ(
+      result.overrides.get("--num-layers-per-virtual-pipeline-stage").getInt(),
+      1);
+}
+
+TEST_F(LoweringTest, ResumeKeepsACheckpointBeforeTheEnd) {
+  fastci::Test &test = makeTest("gpt_resume", 1);
+  test.workload.set("--train-iters", Attribute::getInt(100));
+  test.workload.set("--save-interval", Attribute::getInt(50));
+  LoweringResult result = lowerWorkload(test, {"resume"}, *megatron);
+  ASSERT_TRUE(result.lowered);
+  EXPECT_EQ(result.overrides.get("--train-iters").getInt(), 51);
+  EXPECT_EQ(result.pinned.get("--save-interval").getString(), "scope resume");
+}
+
+TEST_F(LoweringTest, InvalidOriginalWorkloadIsKeptWithReason) {
+  fastci::Test &test = makeTest("gpt_tp2", 2);
+  test.workload.set("--tensor-model-parallel-size", Attribute::getInt(2));
+  test.workload.set("--num-attention-heads", Attribute::getInt(3));
+  test.workload.set("--train-iters", Attribute::getInt(10));
+  LoweringResult result = lowerWorkload(test, {"tp"}, *megatron);
+  EXPECT_FALSE(result.lowered);
+  EXPECT_EQ(result.reason,
+            "the original workload violates 'heads divisible by tp'");
+  EXPECT_EQ(result.predictedSeconds, 600);
+}
+
+TEST_F(LoweringTest, NothingToLower) {
+  fastci::Test &test = makeTest("gpt_convergence", 1);
+  test.workload.set("--train-iters", Attribute::getInt(10));
+  LoweringResult result = lowerWorkload(test, {"convergence"}, *megatron);
+  EXPECT_FALSE(result.lowered);
+  EXPECT_EQ(result.pinned.get("--train-iters").getString(),
+            "scope convergence");
+}
+
+} // namespace
