@@ -1,0 +1,1 @@
+"""Synthetic corpus, byte tokenizer, packed GPT dataset and dp-aware sampling."""

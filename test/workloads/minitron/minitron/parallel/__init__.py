@@ -1,0 +1,1 @@
+"""Model, data, context and expert parallelism on top of torch.distributed."""

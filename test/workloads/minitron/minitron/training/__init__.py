@@ -1,0 +1,1 @@
+"""Initialisation, pipeline schedules, the train step and the training loop."""
