@@ -4,6 +4,6 @@
 # (test/workloads/minitron): parse the repository into IR, and print the
 # resulting module summary.
 set -euo pipefail
-FASTCI_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-source "$FASTCI_ROOT/utils/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+"$FASTCI_ROOT/utils/setup.sh"
 exec "$FASTCI_PYTHON" "$FASTCI_ROOT/utils/demo.py" --build-dir "$BUILD_DIR" "$@"

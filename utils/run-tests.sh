@@ -6,8 +6,8 @@
 # command and what .ci/run calls.
 set -uo pipefail
 
-FASTCI_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-source "$FASTCI_ROOT/utils/setup.sh" || { echo "setup failed" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+"$FASTCI_ROOT/utils/setup.sh" || { echo "fastci: setup or build failed" >&2; exit 1; }
 
 REPORT_DIR="$BUILD_DIR/test-reports"
 rm -rf "$REPORT_DIR"
@@ -15,7 +15,6 @@ mkdir -p "$REPORT_DIR"
 status=0
 
 echo "== lit"
-cmake --build "$BUILD_DIR" --target fastci-unittests >/dev/null || status=1
 LIT="/usr/lib/llvm-19/build/utils/lit/lit.py"
 "$FASTCI_PYTHON" "$LIT" -sv --xunit-xml-output "$REPORT_DIR/lit.xml" \
   "$BUILD_DIR/test" || status=1

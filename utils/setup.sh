@@ -2,14 +2,9 @@
 # Bootstraps a FastCI build on Debian 12: installs the Debian packages that are
 # missing (and only those), fetches the tree-sitter-python grammar from the npm
 # registry when absent, then configures and incrementally builds with Ninja.
-# Sourced or run by utils/run-tests.sh and utils/run-demo.sh; safe to re-run.
+# Run by utils/run-tests.sh and utils/run-demo.sh; safe to re-run.
 set -euo pipefail
-
-FASTCI_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=${FASTCI_BUILD_DIR:-$FASTCI_ROOT/build}
-# The first python3 on PATH can be an interpreter without Debian's packages
-# (torch, numpy, pytest); FastCI's Python side always runs on Debian's.
-FASTCI_PYTHON=${FASTCI_PYTHON:-/usr/bin/python3}
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
 REQUIRED_PACKAGES=(
   build-essential cmake ninja-build git ca-certificates
@@ -46,5 +41,4 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DPython3_EXECUTABLE="$FASTCI_PYTHON" ${FASTCI_CMAKE_ARGS:-} >&2
 fi
 log "building"
-cmake --build "$BUILD_DIR" >&2
-export FASTCI_ROOT BUILD_DIR FASTCI_PYTHON
+cmake --build "$BUILD_DIR" --target all fastci-unittests >&2
