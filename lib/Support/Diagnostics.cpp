@@ -74,8 +74,7 @@ void DiagnosticEngine::emit(Diagnostic diag) {
   print(diag, *os);
 }
 
-/// The word SourceMgr prints for \p severity.
-static llvm::StringRef stringifySeverity(Severity severity) {
+llvm::StringRef fastci::stringifySeverity(Severity severity) {
   switch (severity) {
   case Severity::Note:
     return "note";

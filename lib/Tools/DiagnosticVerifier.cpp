@@ -20,20 +20,6 @@ DiagnosticVerifier::DiagnosticVerifier(DiagnosticEngine &diag) : diag(diag) {
 
 DiagnosticVerifier::~DiagnosticVerifier() { diag.setHandler(nullptr); }
 
-static llvm::StringRef getSeverityName(Severity severity) {
-  switch (severity) {
-  case Severity::Note:
-    return "note";
-  case Severity::Remark:
-    return "remark";
-  case Severity::Warning:
-    return "warning";
-  case Severity::Error:
-    return "error";
-  }
-  return "error";
-}
-
 void DiagnosticVerifier::addExpectations(unsigned bufferId) {
   bufferIds.push_back(bufferId);
   llvm::StringRef buffer =
@@ -160,7 +146,7 @@ LogicalResult DiagnosticVerifier::verify() {
     report.severity = Severity::Error;
     report.message =
         llvm::formatv("unexpected {0}: {1}",
-                      getSeverityName(diagnostic.severity), diagnostic.message);
+                      stringifySeverity(diagnostic.severity), diagnostic.message);
     diag.emit(std::move(report));
   }
   for (const Expectation &expectation : expectations) {
@@ -169,7 +155,7 @@ LogicalResult DiagnosticVerifier::verify() {
     ok = false;
     diag.error(expectation.loc,
                llvm::formatv("expected {0} \"{1}\" was not produced",
-                             getSeverityName(expectation.severity),
+                             stringifySeverity(expectation.severity),
                              expectation.text));
   }
   return success(ok);

@@ -29,6 +29,9 @@ namespace fastci {
 /// How serious a diagnostic is.
 enum class Severity { Note, Remark, Warning, Error };
 
+/// The word diagnostics print for \p severity (`error`, `warning`, ...).
+llvm::StringRef stringifySeverity(Severity severity);
+
 /// A diagnostic about to be reported.
 struct Diagnostic {
   /// How serious it is.
