@@ -1,0 +1,237 @@
+"""End to end through the `fastci` driver on a tiny git repository.
+
+collect (evidence under the sampler) -> change one function -> plan (only
+the affected test runs) -> run (JUnit, exit status) -> observe-mode plan and
+audit (a failure in a test the plan would have skipped is reported). Also
+the fail-safe plan without evidence and the driver's input errors. Needs a
+built tree: FASTCI_BUILD_DIR (as utils/run-tests.sh sets it) or build/.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILD = Path(os.environ.get("FASTCI_BUILD_DIR", ROOT / "build")).resolve()
+FASTCI = BUILD / "bin" / "fastci"
+PYTHON = sys.executable
+
+pytestmark = pytest.mark.skipif(
+    not FASTCI.exists(), reason="fastci is not built (set FASTCI_BUILD_DIR)")
+
+SPIN = """
+import time
+
+
+def spin(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+"""
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), *args], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def fastci(*args, cwd, env=None, expect=0):
+    proc = subprocess.run([PYTHON, str(FASTCI), *map(str, args)], cwd=str(cwd),
+                          env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=120)
+    assert proc.returncode == expect, proc.stdout + proc.stderr
+    return proc
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """Two modules, each with a test that spins in it long enough to sample."""
+    repo = tmp_path / "repo"
+    write(repo / "pkg" / "__init__.py", "")
+    write(repo / "pkg" / "spin.py", SPIN)
+    write(repo / "pkg" / "alpha.py", """
+        from pkg.spin import spin
+
+
+        def alpha():
+            spin(0.3)
+            return 1
+    """)
+    write(repo / "pkg" / "beta.py", """
+        from pkg.spin import spin
+
+
+        def beta():
+            spin(0.3)
+            return 2
+    """)
+    write(repo / "tests" / "test_alpha.py", """
+        import os
+
+        from pkg.alpha import alpha
+
+
+        def test_alpha():
+            assert alpha() == 1
+            assert "FASTCI_BREAK_ALPHA" not in os.environ
+    """)
+    write(repo / "tests" / "test_beta.py", """
+        from pkg.beta import beta
+
+
+        def test_beta():
+            assert beta() == 2
+    """)
+    write(repo / "pytest.ini", "[pytest]\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+        "--allow-empty", "-m", "empty")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+        "-m", "base")
+    return repo
+
+
+def environment(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("FASTCI_TRACE_")}
+    env["FASTCI_TRACE_RATE"] = "200"
+    env.update(extra)
+    return env
+
+
+def junit_results(path):
+    root = ElementTree.parse(str(path)).getroot()
+    return {case.get("name"): ("fail" if case.find("failure") is not None
+                               else "pass")
+            for case in root.iter("testcase")}
+
+
+def test_collect_change_plan_run_audit(repo, tmp_path):
+    evidence = tmp_path / "evidence"
+    collected = fastci("collect", "--out", evidence, "--nights", 1, "--",
+                       PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                       "tests", cwd=repo, env=environment())
+    assert "running: " in collected.stderr
+    nights = [p.name for p in evidence.iterdir() if p.name.startswith("night-")]
+    assert len(nights) == 1
+    assert list((evidence / nights[0]).rglob("*.stacks"))
+    assert list(evidence.glob("snapshot-*.fir"))
+
+    # Break beta and commit: only test_beta reaches the change.
+    write(repo / "pkg" / "beta.py", """
+        from pkg.spin import spin
+
+
+        def beta():
+            spin(0.3)
+            return 3
+    """)
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+        "-am", "break beta")
+
+    plan_file = tmp_path / "plan.json"
+    planned = fastci("plan", "--repo", repo, "--base", "HEAD~1", "--evidence",
+                     evidence, "-o", plan_file, "--python", PYTHON, cwd=repo,
+                     env=environment())
+    assert "--pass-pipeline=parse-python" in planned.stderr
+    plan = json.loads(plan_file.read_text())
+    assert plan["schema"] == "fastci-plan/1"
+    assert [t["name"] for t in plan["tests"]] == ["tests/test_beta.py::test_beta"]
+    assert [t["name"] for t in plan["skipped"]] == ["tests/test_alpha.py::test_alpha"]
+
+    results = tmp_path / "results.xml"
+    trace = tmp_path / "trace"
+    ran = fastci("run", plan_file, "--junit", results, "--cwd", repo,
+                 "--trace", trace, cwd=repo, env=environment(), expect=1)
+    assert list(trace.rglob("*.stacks")), "--trace recorded no evidence"
+    assert "[1/1] tests/test_beta.py::test_beta" in ran.stdout
+    assert "0 passed, 1 failed" in ran.stdout
+    assert junit_results(results) == {"tests/test_beta.py::test_beta": "fail"}
+    # The failure was in a test the plan ran: nothing missed.
+    audited = fastci("audit", "--plan", plan_file, "--junit", results, cwd=repo)
+    assert "1 failures caught by the plan, 0 missed" in audited.stdout
+
+    # Observation mode runs everything; alpha now fails for a reason the
+    # change does not explain, and the audit says the plan would miss it.
+    observe_file = tmp_path / "observe.json"
+    fastci("plan", "--repo", repo, "--base", "HEAD~1", "--evidence", evidence,
+           "-o", observe_file, "--python", PYTHON, "--observe", cwd=repo,
+           env=environment())
+    observed = tmp_path / "observed.xml"
+    fastci("run", observe_file, "--junit", observed, "--cwd", repo, cwd=repo,
+           env=environment(FASTCI_BREAK_ALPHA="1"), expect=1)
+    assert junit_results(observed) == {"tests/test_beta.py::test_beta": "fail",
+                                       "tests/test_alpha.py::test_alpha": "fail"}
+    audit = fastci("audit", "--plan", observe_file, "--junit", observed,
+                   cwd=repo, expect=1)
+    assert "MISSED tests/test_alpha.py::test_alpha: the plan skipped" in audit.stdout
+    assert "1 failures caught by the plan, 1 missed" in audit.stdout
+
+    # A second night, collected by running a plan's tests traced: with
+    # --nights 1 the first night and its revision's snapshot are dropped.
+    first_night = nights[0]
+    fastci("collect", "--out", evidence, "--nights", 1, "--plan", observe_file,
+           "--keep-going", cwd=repo, env=environment())
+    nights = [p.name for p in evidence.iterdir() if p.name.startswith("night-")]
+    assert len(nights) == 1 and nights[0] != first_night
+    assert list((evidence / nights[0]).rglob("*.stacks"))
+    head = subprocess.check_output(["git", "-C", str(repo), "rev-parse", "HEAD"],
+                                   universal_newlines=True).strip()
+    assert [p.name for p in evidence.glob("snapshot-*.fir")] == [
+        "snapshot-%s.fir" % head]
+
+
+def test_plan_without_evidence_is_fail_safe(repo, tmp_path):
+    plan_file = tmp_path / "plan.json"
+    planned = fastci("plan", "--repo", repo, "--base", "HEAD~1", "--evidence",
+                     tmp_path / "none", "--history", tmp_path / "none",
+                     "-o", plan_file, cwd=repo)
+    assert "planning without history" in planned.stderr
+    plan = json.loads(plan_file.read_text())
+    assert sorted(t["name"] for t in plan["tests"]) == [
+        "tests/test_alpha.py::test_alpha", "tests/test_beta.py::test_beta"]
+    assert all(t["rule"] and t["reason"] for t in plan["tests"])
+    assert plan["skipped"] == [] and plan["pruned"] == []
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read plan"),
+    ("{", "malformed plan JSON"),
+    ('{"schema": "other/1"}', "not a FastCI plan"),
+    ('{"schema": "fastci-plan/1", "tests": [{"name": "t", "argv": []}]}',
+     "\"argv\" must be a non-empty list of strings"),
+])
+def test_run_rejects_bad_plans(tmp_path, content, message):
+    plan_file = tmp_path / "plan.json"
+    if content is not None:
+        plan_file.write_text(content)
+    proc = fastci("run", plan_file, cwd=tmp_path, expect=2)
+    assert proc.stderr.startswith("fastci: error: ")
+    assert message in proc.stderr
+
+
+def test_audit_rejects_unknown_tests(tmp_path):
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps({"schema": "fastci-plan/1", "tests": [],
+                                     "skipped": [], "pruned": []}))
+    results = tmp_path / "results.xml"
+    results.write_text('<testsuite><testcase classname="fastci" name="ghost">'
+                       '<failure/></testcase></testsuite>')
+    proc = fastci("audit", "--plan", plan_file, "--junit", results,
+                  cwd=tmp_path, expect=2)
+    assert "1 tests are not in the plan, e.g. 'ghost'" in proc.stderr
+    fastci("audit", "--plan", plan_file, "--junit", results, "--allow-unknown",
+           cwd=tmp_path)
