@@ -43,6 +43,8 @@ llvm::StringRef fastci::stringifySelectionRule(SelectionRule rule) {
     return "static-reach";
   case SelectionRule::SamePackage:
     return "same-package";
+  case SelectionRule::TestEntry:
+    return "test-entry";
   case SelectionRule::Executes:
     return "executes";
   case SelectionRule::Unaffected:
@@ -105,6 +107,7 @@ private:
                            const llvm::DenseSet<TestId> &executing);
   bool applyStaticReach(const RelevantChange &change);
   bool applySamePackage(const RelevantChange &change);
+  bool applyTestEntries(const RelevantChange &change);
   void writeResults(SelectionStats &stats);
 
   Module &module;
@@ -295,6 +298,10 @@ void Selector::applyChange(const RelevantChange &change) {
   bool reached = !executing.empty();
   if (options.sampledCallers && applySampledCallers(change, executing))
     reached = true;
+  // Evidence is sampled: a test may run changed code too briefly to be seen
+  // even when other tests were. Its own body is known statically.
+  if (options.testEntries && applyTestEntries(change))
+    reached = true;
   if (reached)
     return;
   if (applyStaticReach(change) || applySamePackage(change))
@@ -368,6 +375,37 @@ bool Selector::applyStaticReach(const RelevantChange &change) {
     }
   }
   return !done.empty();
+}
+
+bool Selector::applyTestEntries(const RelevantChange &change) {
+  if (change.entity == kNoEntity)
+    return false;
+  // Entities within static-hops of the change, the changed code included.
+  llvm::DenseMap<EntityId, std::string> reaching;
+  for (EntityId entity : change.region)
+    reaching.try_emplace(entity, "");
+  if (options.staticHops) {
+    StaticPaths paths = reach.findReaching(change.entity, change.oldSymbols,
+                                           options.staticHops);
+    for (const auto &[entity, step] : paths.getEntities())
+      reaching.try_emplace(entity, paths.formatChain(module, entity));
+  }
+  bool any = false;
+  const Change &record = changes.getRecord(change);
+  for (const Test &test : module.getTests()) {
+    auto it = reaching.find(test.entry);
+    if (test.entry == kNoEntity || it == reaching.end())
+      continue;
+    any = true;
+    verdicts[test.index].offer(SelectionRule::TestEntry, [&] {
+      if (it->second.empty())
+        return "the test function is changed code " +
+               quoteSymbol(record.symbol);
+      return "the test function reaches changed " +
+             quoteSymbol(record.symbol) + " statically: " + it->second;
+    });
+  }
+  return any;
 }
 
 bool Selector::applySamePackage(const RelevantChange &change) {

@@ -69,6 +69,12 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
       llvm::cl::desc("Static call/import hops searched for changed code no "
                      "evidence reaches (0: no static fallback)"),
       llvm::cl::init(2)};
+  Option<bool> testEntries{
+      *this, "test-entries",
+      llvm::cl::desc("Select tests whose own function statically reaches "
+                     "changed code within static-hops (sampling misses short "
+                     "tests)"),
+      llvm::cl::init(true)};
   Option<bool> samePackage{
       *this, "same-package",
       llvm::cl::desc("Fall back to tests of the changed code's package"),
@@ -98,6 +104,9 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
                           "Tests selected by static reach"};
   Statistic bySamePackage{this, "rule-same-package",
                           "Tests selected by package"};
+  Statistic byTestEntry{this, "rule-test-entry",
+                        "Tests selected because their own function statically "
+                        "reaches changed code"};
   Statistic byExecutes{this, "rule-executes",
                        "Tests selected because they executed changed code"};
 
@@ -113,6 +122,7 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
     options.sampledCallers = sampledCallers;
     options.staticHops = staticHops;
     options.samePackage = samePackage;
+    options.testEntries = testEntries;
     SelectionStats stats;
     if (failed(selectAffectedTests(getModule(), getAnalysis<EvidenceGraph>(),
                                    options, getDiagnostics(), &stats)))
@@ -125,7 +135,7 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
     Statistic *byRule[] = {&byPolicyAll,     &byChangedTest, &byMissing,
                            &byStale,         &byUnverified,  &byReferenced,
                            &bySampledCaller, &byStaticReach, &bySamePackage,
-                           &byExecutes};
+                           &byTestEntry,     &byExecutes};
     static_assert(std::size(byRule) == kNumSelectionRules - 1,
                   "one statistic per selecting rule");
     for (auto [index, statistic] : llvm::enumerate(byRule))

@@ -49,6 +49,10 @@ enum class SelectionRule : uint8_t {
   /// Neither evidence nor static edges reach the changed code; the test ran
   /// code of the same package.
   SamePackage,
+  /// The test function itself calls or imports changed code within
+  /// `static-hops` static hops: tests too short for 50 Hz sampling (most
+  /// unit tests) are found from their own body, whatever the evidence says.
+  TestEntry,
   /// The test's evidence executed changed code.
   Executes,
   /// Nothing changed reaches the test: it is skipped.
@@ -107,6 +111,8 @@ struct SelectOptions {
   /// Fall back to tests of the same package when nothing else reaches a
   /// change.
   bool samePackage = true;
+  /// Select tests whose own function statically reaches changed code.
+  bool testEntries = true;
 };
 
 /// What a selection decided, for statistics and the plan.
