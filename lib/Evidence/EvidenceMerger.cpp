@@ -54,8 +54,9 @@ std::optional<EvidenceState> fastci::parseEvidenceState(llvm::StringRef name) {
 }
 
 EvidenceState fastci::getEvidenceState(const Test &test) {
-  std::optional<llvm::StringRef> name =
-      test.attrs.get(evidence_attrs::kState).asString();
+  // lookup, not get: get returns a copy, and the name would point into it.
+  const Attribute *attr = test.attrs.lookup(evidence_attrs::kState);
+  std::optional<llvm::StringRef> name = attr ? attr->asString() : std::nullopt;
   std::optional<EvidenceState> state =
       name ? parseEvidenceState(*name) : std::nullopt;
   return state.value_or(EvidenceState::Missing);
@@ -378,8 +379,9 @@ void Merger::finish() {
   for (const EvidenceRecord &record : module.getEvidence()) {
     if (record.test >= numTests)
       continue;
+    const Attribute *attr = record.attrs.lookup(evidence_attrs::kState);
     std::optional<llvm::StringRef> name =
-        record.attrs.get(evidence_attrs::kState).asString();
+        attr ? attr->asString() : std::nullopt;
     std::optional<EvidenceState> state =
         name ? parseEvidenceState(*name) : std::nullopt;
     if (!state)

@@ -552,7 +552,8 @@ void FileAnalyzer::openEntity(TSNode outer, TSNode def, StringRef name,
   // member changes it while editing the member's body does not.
   if (depth < muteDepth) {
     std::string &parentTokens = frames.back().tokens;
-    parentTokens += kind == EntityKind::Class ? "\x01class " : "\x01def ";
+    // Split literals: "\x01class" would read as the escape \x01c.
+    parentTokens += kind == EntityKind::Class ? "\x01" "class " : "\x01" "def ";
     parentTokens += name;
     parentTokens.push_back('\0');
   }

@@ -16,7 +16,7 @@ namespace {
 /// Bumped whenever the summary or its meaning changes, so that stale cache
 /// entries of older builds are ignored rather than misread.
 constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
-constexpr uint32_t kSummaryVersion = 2;
+constexpr uint32_t kSummaryVersion = 3;
 
 class Writer {
 public:

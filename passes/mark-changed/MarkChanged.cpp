@@ -177,9 +177,8 @@ MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
 
   std::string root = rootDir.getValue();
   if (root.empty())
-    if (std::optional<llvm::StringRef> attr =
-            module.getAttrs().get("root").asString())
-      root = attr->str();
+    if (const Attribute *attr = module.getAttrs().lookup("root"))
+      root = attr->asString().value_or("").str();
 
   auto old = std::make_unique<Module>();
   for (const FileDiff &file : patch.files) {

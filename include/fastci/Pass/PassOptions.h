@@ -243,6 +243,9 @@ private:
 class PassOptions {
 public:
   PassOptions() = default;
+  /// Virtual: pipeline registrations own their options subclass through a
+  /// std::unique_ptr<PassOptions>.
+  virtual ~PassOptions() = default;
   PassOptions(const PassOptions &) = delete;
   PassOptions &operator=(const PassOptions &) = delete;
 
