@@ -295,6 +295,12 @@ LogicalResult DiffParser::parseFileNames(FileDiff &file) {
   } else {
     file.newPath = stripPrefix(newName, "b/").str();
   }
+  // `+++ b/` names no file: a diff cut off inside its header, which would
+  // otherwise read as a change of the file's mode only.
+  if (file.status != FileStatus::Added && file.oldPath.empty())
+    return emitError(locAt(minus), "expected a file name after '---'");
+  if (file.status != FileStatus::Deleted && file.newPath.empty())
+    return emitError(locAt(plus), "expected a file name after '+++'");
   return success();
 }
 

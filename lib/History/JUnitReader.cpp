@@ -128,6 +128,34 @@ LogicalResult JUnitReader::readSuite(pugi::xml_node suite, int64_t fallbackTime,
   return success();
 }
 
+/// Finds the first element that repeats an attribute, which XML forbids but
+/// pugixml accepts, keeping both: `name="a" name="b"` would otherwise name a
+/// test silently by its first spelling. Walks iteratively, as deep as the
+/// document goes. Returns the element and sets \p name, or a null node.
+static pugi::xml_node findDuplicateAttribute(const pugi::xml_document &doc,
+                                             llvm::StringRef &name) {
+  pugi::xml_node node = doc.first_child();
+  while (node) {
+    llvm::SmallVector<llvm::StringRef, 8> seen;
+    for (pugi::xml_attribute attr : node.attributes()) {
+      if (llvm::is_contained(seen, llvm::StringRef(attr.name()))) {
+        name = attr.name();
+        return node;
+      }
+      seen.push_back(attr.name());
+    }
+    if (node.first_child()) {
+      node = node.first_child();
+      continue;
+    }
+    while (node && !node.next_sibling())
+      node = node.parent();
+    if (node)
+      node = node.next_sibling();
+  }
+  return pugi::xml_node();
+}
+
 LogicalResult JUnitReader::read(int64_t fallbackTime,
                                 std::vector<HistoryRecord> &records,
                                 int64_t &runTime) {
@@ -139,6 +167,10 @@ LogicalResult JUnitReader::read(int64_t fallbackTime,
   if (!parsed)
     return emitError(locAt(parsed.offset),
                      "malformed XML: " + llvm::Twine(parsed.description()));
+  llvm::StringRef repeated;
+  if (pugi::xml_node node = findDuplicateAttribute(doc, repeated))
+    return emitError(locOf(node), "duplicate attribute '" + repeated +
+                                      "' on <" + node.name() + ">");
 
   pugi::xml_node root = doc.document_element();
   llvm::StringRef rootName = root.name();

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/History/CSV.h"
 #include "fastci/History/HistoryReaders.h"
+#include "fastci/Support/JSONScan.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -357,6 +358,11 @@ LogicalResult fastci::readResultsJSON(unsigned bufferId, DiagnosticEngine &diag,
     diag.emit(severity, locAt(offset), "malformed JSON: " + message);
     return failure();
   }
+  if (std::optional<DuplicateJSONKey> dup = findDuplicateJSONKey(text)) {
+    diag.emit(severity, locAt(dup->offset),
+              "duplicate key '" + dup->key + "' in JSON results");
+    return failure();
+  }
   const llvm::json::Array *array = root->getAsArray();
   if (const llvm::json::Object *object = root->getAsObject())
     array = object->getArray("results");
@@ -428,8 +434,17 @@ LogicalResult fastci::readResultsCSV(unsigned bufferId, DiagnosticEngine &diag,
 
   const CSVRow &header = rows.front();
   std::vector<std::optional<Column>> columns;
-  for (const CSVField &field : header.fields)
-    columns.push_back(parseColumn(llvm::StringRef(field.value).trim().lower()));
+  for (const CSVField &field : header.fields) {
+    std::optional<Column> column =
+        parseColumn(llvm::StringRef(field.value).trim().lower());
+    // Two columns of one name would leave a record's value to column order.
+    if (column && llvm::is_contained(columns, column)) {
+      diag.emit(severity, field.loc,
+                "duplicate column '" + getColumnName(*column) + "'");
+      return failure();
+    }
+    columns.push_back(column);
+  }
   for (Column required : {Column::Test, Column::Outcome, Column::Timestamp})
     if (!llvm::is_contained(columns, required)) {
       diag.emit(severity, header.loc,

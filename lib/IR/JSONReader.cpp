@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/IR/Parser.h"
+#include "fastci/Support/JSONScan.h"
 #include "fastci/Support/LogicalResult.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -821,6 +822,11 @@ LogicalResult JSONReader::read() {
     diag.error(llvm::SMLoc::getFromPointer(text.data() +
                                            std::min(offset, text.size())),
                "invalid JSON: " + what);
+    return failure();
+  }
+  if (std::optional<DuplicateJSONKey> dup = findDuplicateJSONKey(text)) {
+    diag.error(llvm::SMLoc::getFromPointer(text.data() + dup->offset),
+               "duplicate key '" + dup->key + "'");
     return failure();
   }
   const Object *object;

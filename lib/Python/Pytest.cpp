@@ -20,6 +20,13 @@ using namespace fastci;
 using namespace fastci::python;
 using llvm::StringRef;
 
+PyValue::PyValue() = default;
+PyValue::PyValue(const PyValue &) = default;
+PyValue::PyValue(PyValue &&) noexcept = default;
+PyValue &PyValue::operator=(const PyValue &) = default;
+PyValue &PyValue::operator=(PyValue &&) noexcept = default;
+PyValue::~PyValue() = default;
+
 const PyValue *PyValue::getKeyword(StringRef name) const {
   for (const auto &[keyword, value] : keywords)
     if (keyword == name)

@@ -11,6 +11,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/YAMLParser.h"
 #include <cerrno>
 #include <cstdlib>
@@ -22,6 +23,13 @@ using namespace fastci;
 static constexpr unsigned kMaxNesting = 128;
 /// Aliases expand; past this many nodes a document is rejected.
 static constexpr size_t kMaxNodes = 1000000;
+
+YAMLNode::YAMLNode() = default;
+YAMLNode::YAMLNode(const YAMLNode &) = default;
+YAMLNode::YAMLNode(YAMLNode &&) noexcept = default;
+YAMLNode &YAMLNode::operator=(const YAMLNode &) = default;
+YAMLNode &YAMLNode::operator=(YAMLNode &&) noexcept = default;
+YAMLNode::~YAMLNode() = default;
 
 const YAMLNode *YAMLNode::get(llvm::StringRef key) const {
   for (const auto &[k, v] : entries)
@@ -266,6 +274,17 @@ std::optional<YAMLNode> fastci::parseYAML(unsigned bufferId,
   llvm::SourceMgr &sourceMgr = diag.getSourceMgr();
   llvm::MemoryBufferRef buffer = sourceMgr.getMemoryBuffer(bufferId)->getMemBufferRef();
   unsigned errorsBefore = diag.getNumErrors();
+  // llvm::yaml passes invalid UTF-8 through into scalars, from where it would
+  // reach test ids and the IR, whose readers reject it.
+  const llvm::UTF8 *cursor =
+      reinterpret_cast<const llvm::UTF8 *>(buffer.getBufferStart());
+  if (!llvm::isLegalUTF8String(&cursor, reinterpret_cast<const llvm::UTF8 *>(
+                                            buffer.getBufferEnd()))) {
+    diag.error(
+        llvm::SMLoc::getFromPointer(reinterpret_cast<const char *>(cursor)),
+        "invalid UTF-8");
+    return std::nullopt;
+  }
   llvm::yaml::Stream stream(buffer, sourceMgr, /*ShowColors=*/false);
   YAMLNode root;
   auto document = stream.begin();

@@ -57,6 +57,16 @@ struct PyValue {
   std::vector<PyValue> elements;
   std::vector<std::pair<std::string, PyValue>> keywords;
 
+  // Defined out of line: implicit inline members would instantiate
+  // std::pair<std::string, PyValue> while PyValue is incomplete, which
+  // clang rejects with libstdc++'s C++20 (constexpr) containers.
+  PyValue();
+  PyValue(const PyValue &);
+  PyValue(PyValue &&) noexcept;
+  PyValue &operator=(const PyValue &);
+  PyValue &operator=(PyValue &&) noexcept;
+  ~PyValue();
+
   /// The keyword argument \p name of a Call, or null.
   const PyValue *getKeyword(llvm::StringRef name) const;
   /// True for tuples and lists.

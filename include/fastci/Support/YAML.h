@@ -40,6 +40,16 @@ public:
   /// Where the node starts.
   llvm::SMLoc loc;
 
+  // Defined out of line: implicit inline members would instantiate
+  // std::pair<YAMLNode, YAMLNode> while YAMLNode is incomplete, which
+  // clang rejects with libstdc++'s C++20 (constexpr) containers.
+  YAMLNode();
+  YAMLNode(const YAMLNode &);
+  YAMLNode(YAMLNode &&) noexcept;
+  YAMLNode &operator=(const YAMLNode &);
+  YAMLNode &operator=(YAMLNode &&) noexcept;
+  ~YAMLNode();
+
   bool isNull() const { return kind == Kind::Null; }
   bool isScalar() const { return kind == Kind::Scalar; }
   bool isSequence() const { return kind == Kind::Sequence; }
