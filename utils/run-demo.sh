@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's main job: installs what is missing and builds (utils/setup.sh),
-# then runs FastCI end to end on the bundled demo workload
-# (test/workloads/minitron): parse the repository into IR, and print the
-# resulting module summary.
+# then replays the merge requests of the demo workload (test/workloads/minitron)
+# through FastCI and the strategies it competes with, and prints the summary
+# table and the report's path (utils/demo.py, docs/Evaluation.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 "$FASTCI_ROOT/utils/setup.sh"
