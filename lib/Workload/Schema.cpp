@@ -10,6 +10,7 @@
 #include "fastci/Support/YAML.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 using namespace fastci;
 
@@ -347,4 +348,24 @@ fastci::parseWorkloadSchema(unsigned bufferId, DiagnosticEngine &diag) {
   if (!root)
     return std::nullopt;
   return SchemaReader(diag).read(*root);
+}
+
+std::optional<WorkloadSchema>
+fastci::loadWorkloadSchema(llvm::StringRef path, llvm::SMLoc loc,
+                           DiagnosticEngine &diag) {
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  if (path.empty()) {
+    buffer = llvm::MemoryBuffer::getMemBuffer(getDefaultWorkloadSchemaText(),
+                                              "<default workload schema>");
+  } else {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!file) {
+      diag.error(loc, "cannot read workload schema '" + path +
+                          "': " + file.getError().message());
+      return std::nullopt;
+    }
+    buffer = std::move(*file);
+  }
+  return parseWorkloadSchema(diag.addBuffer(std::move(buffer)), diag);
 }

@@ -61,23 +61,9 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
   WorkloadSchema schema;
 
   LogicalResult initialize(DiagnosticEngine &diag) override {
-    std::unique_ptr<llvm::MemoryBuffer> buffer;
-    if (schemaFile.getValue().empty()) {
-      buffer = llvm::MemoryBuffer::getMemBuffer(getDefaultWorkloadSchemaText(),
-                                                "<default workload schema>");
-    } else {
-      llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-          llvm::MemoryBuffer::getFile(schemaFile.getValue(), /*IsText=*/true);
-      if (!file) {
-        diag.emit(Severity::Error, schemaFile.getValue(), 0, 0,
-                  "could not open workload schema: " +
-                      file.getError().message());
-        return failure();
-      }
-      buffer = std::move(*file);
-    }
-    std::optional<WorkloadSchema> parsed =
-        parseWorkloadSchema(diag.addBuffer(std::move(buffer)), diag);
+    std::optional<WorkloadSchema> parsed = loadWorkloadSchema(
+        schemaFile.getValue(),
+        schemaFile.getLoc().isValid() ? schemaFile.getLoc() : getLoc(), diag);
     if (!parsed)
       return failure();
     schema = std::move(*parsed);

@@ -74,23 +74,9 @@ struct PruneContextEquivPass : PassWrapper<PruneContextEquivPass> {
     }
     if (!configAware)
       return success();
-    std::unique_ptr<llvm::MemoryBuffer> buffer;
-    if (schemaPath.getValue().empty()) {
-      buffer = llvm::MemoryBuffer::getMemBuffer(getDefaultWorkloadSchemaText(),
-                                                "<default-schema>");
-    } else {
-      llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-          llvm::MemoryBuffer::getFile(schemaPath.getValue());
-      if (!file) {
-        diag.error(schemaPath.getLoc(), "cannot read workload schema '" +
-                                            schemaPath.getValue() +
-                                            "': " + file.getError().message());
-        return failure();
-      }
-      buffer = std::move(*file);
-    }
-    std::optional<WorkloadSchema> schema =
-        parseWorkloadSchema(diag.addBuffer(std::move(buffer)), diag);
+    std::optional<WorkloadSchema> schema = loadWorkloadSchema(
+        schemaPath.getValue(),
+        schemaPath.getLoc().isValid() ? schemaPath.getLoc() : getLoc(), diag);
     if (!schema)
       return failure();
     signatures.emplace(std::move(*schema));

@@ -125,6 +125,13 @@ struct WorkloadSchema {
 std::optional<WorkloadSchema> parseWorkloadSchema(unsigned bufferId,
                                                   DiagnosticEngine &diag);
 
+/// Loads the workload schema at \p path, or the one FastCI ships when
+/// \p path is empty; reports an unreadable file at \p loc (the option that
+/// named it) and schema errors at their location.
+std::optional<WorkloadSchema> loadWorkloadSchema(llvm::StringRef path,
+                                                 llvm::SMLoc loc,
+                                                 DiagnosticEngine &diag);
+
 /// The text of the schema FastCI ships (default-schema.yaml, embedded at
 /// build time).
 llvm::StringRef getDefaultWorkloadSchemaText();
