@@ -77,8 +77,17 @@ StaticPaths StaticReach::findReaching(EntityId target,
   std::vector<size_t> edges;
   auto expand = [&](EntityId entity, unsigned hops) {
     edges.clear();
-    for (EntityId member : changes.getRegion(entity))
+    for (EntityId member : changes.getRegion(entity)) {
       collectIncoming(member, edges);
+      // Methods are mostly reached through dispatch the static graph cannot
+      // follow (`layer(x)` runs `Layer.forward`); code that constructs or
+      // names the class is taken to reach its methods.
+      const Entity &memberEntity = module.getEntity(member);
+      if (memberEntity.kind == EntityKind::Function &&
+          memberEntity.parent != kNoEntity &&
+          module.getEntity(memberEntity.parent).kind == EntityKind::Class)
+        collectIncoming(memberEntity.parent, edges);
+    }
     llvm::sort(edges);
     edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
     for (size_t edge : edges)
