@@ -1,22 +1,19 @@
 //===- ChangePolicy.cpp - What a changed non-Python file means ------------===//
 //
-// Reads policy files with LLVM's own YAML parser. The scanner's errors and
-// the schema's errors both point into the buffer the DiagnosticEngine owns,
-// so every mistake in a policy prints as `policy.yaml:line:col: error: ...`.
-// Unknown keys are errors rather than ignored, because a misspelt key in a
-// policy silently changes which tests run.
+// Reads policy files through FastCI's located YAML reader (Support/YAML.h),
+// which already rejects invalid UTF-8, duplicate keys, deep nesting and alias
+// bombs, so every mistake in a policy prints as
+// `policy.yaml:line:col: error: ...`. Unknown keys are errors rather than
+// ignored, because a misspelt key in a policy silently changes which tests
+// run.
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangePolicy.h"
 #include "fastci/Python/GitIgnore.h"
-#include "llvm/ADT/SmallString.h"
-#include "llvm/ADT/StringSet.h"
+#include "fastci/Support/YAML.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/YAMLParser.h"
 
 using namespace fastci;
-namespace yaml = llvm::yaml;
 
 llvm::StringRef fastci::stringifyPolicyAction(PolicyAction action) {
   switch (action) {
@@ -74,147 +71,104 @@ namespace fastci {
 class PolicyParser {
 public:
   PolicyParser(DiagnosticEngine &diag, ChangePolicy &policy)
-      : diag(diag), policy(policy), errorsAtStart(diag.getNumErrors()) {}
+      : diag(diag), policy(policy) {}
 
-  LogicalResult parseDocument(yaml::Node *root);
+  LogicalResult parseDocument(const YAMLNode &root);
 
 private:
-  LogicalResult parseRule(yaml::Node *node);
-  LogicalResult parseExtension(yaml::Node *node);
-  /// Calls \p fn on each key/value of \p node, rejecting duplicate keys and
-  /// keys not in \p allowed.
-  LogicalResult
-  forEachKey(yaml::Node *node, llvm::StringRef what,
-             llvm::ArrayRef<llvm::StringRef> allowed,
-             llvm::function_ref<LogicalResult(llvm::StringRef, yaml::Node *,
-                                              yaml::Node *)>
-                 fn);
-  LogicalResult parseString(yaml::Node *node, std::string &value);
-  LogicalResult parseStringList(yaml::Node *node,
+  LogicalResult parseRule(const YAMLNode &node);
+  LogicalResult parseExtension(const YAMLNode &node);
+  /// Calls \p fn on each key/value of \p node after checking that its keys
+  /// are all in \p allowed and have values.
+  LogicalResult forEachKey(
+      const YAMLNode &node, llvm::StringRef what,
+      llvm::ArrayRef<llvm::StringRef> allowed,
+      llvm::function_ref<LogicalResult(const YAMLNode &, const YAMLNode &)>
+          fn);
+  LogicalResult parseString(const YAMLNode &node, std::string &value);
+  LogicalResult parseStringList(const YAMLNode &node,
                                 std::vector<std::string> &values);
-  LogicalResult emitError(yaml::Node *node, const llvm::Twine &message) {
-    diag.error(node->getSourceRange().Start, message);
+  LogicalResult emitError(const YAMLNode &node, const llvm::Twine &message) {
+    diag.error(node.loc, message);
     return failure();
   }
 
   DiagnosticEngine &diag;
   ChangePolicy &policy;
-  unsigned errorsAtStart;
 };
 
 } // namespace fastci
 
-/// `'a', 'b' or 'c'`, for messages listing what was expected.
-static std::string formatChoices(llvm::ArrayRef<llvm::StringRef> choices) {
-  std::string text;
-  for (size_t i = 0; i < choices.size(); ++i) {
-    if (i)
-      text += i + 1 == choices.size() ? " or " : ", ";
-    text += "'" + choices[i].str() + "'";
-  }
-  return text;
-}
-
 LogicalResult PolicyParser::forEachKey(
-    yaml::Node *node, llvm::StringRef what,
+    const YAMLNode &node, llvm::StringRef what,
     llvm::ArrayRef<llvm::StringRef> allowed,
-    llvm::function_ref<LogicalResult(llvm::StringRef, yaml::Node *,
-                                      yaml::Node *)>
+    llvm::function_ref<LogicalResult(const YAMLNode &, const YAMLNode &)>
         fn) {
-  auto *map = llvm::dyn_cast<yaml::MappingNode>(node);
-  if (!map)
-    return emitError(node, what + " must be a mapping");
-  llvm::StringSet<> seen;
-  for (yaml::KeyValueNode &entry : *map) {
-    yaml::Node *keyNode = entry.getKey();
-    if (!keyNode)
-      return failure();
-    std::string key;
-    if (failed(parseString(keyNode, key)))
-      return failure();
-    if (!llvm::is_contained(allowed, key))
-      return emitError(keyNode, "unknown key '" + key + "' in " + what +
-                                    "; expected " + formatChoices(allowed));
-    if (!seen.insert(key).second)
-      return emitError(keyNode, "duplicate key '" + key + "' in " + what);
-    yaml::Node *value = entry.getValue();
-    if (!value || llvm::isa<yaml::NullNode>(value))
-      return emitError(keyNode, "key '" + key + "' has no value");
-    if (failed(fn(key, keyNode, value)))
+  if (failed(checkMappingKeys(node, allowed, what, diag)))
+    return failure();
+  for (const auto &[key, value] : node.entries) {
+    if (value.isNull())
+      return emitError(key, "key '" + key.scalar + "' has no value");
+    if (failed(fn(key, value)))
       return failure();
   }
   return success();
 }
 
-LogicalResult PolicyParser::parseString(yaml::Node *node, std::string &value) {
-  if (auto *scalar = llvm::dyn_cast<yaml::ScalarNode>(node)) {
-    llvm::SmallString<64> storage;
-    value = scalar->getValue(storage).str();
-    return success();
-  }
-  if (auto *block = llvm::dyn_cast<yaml::BlockScalarNode>(node)) {
-    value = block->getValue().str();
-    return success();
-  }
-  return emitError(node, "expected a string");
+LogicalResult PolicyParser::parseString(const YAMLNode &node,
+                                        std::string &value) {
+  if (!node.isScalar())
+    return emitError(node, "expected a string");
+  value = node.scalar;
+  return success();
 }
 
-LogicalResult PolicyParser::parseStringList(yaml::Node *node,
+LogicalResult PolicyParser::parseStringList(const YAMLNode &node,
                                             std::vector<std::string> &values) {
-  auto *list = llvm::dyn_cast<yaml::SequenceNode>(node);
-  if (!list) {
-    if (!llvm::isa<yaml::ScalarNode>(node))
-      return emitError(node, "expected a string or a list of strings");
+  if (node.isScalar())
     return parseString(node, values.emplace_back());
-  }
-  for (yaml::Node &element : *list) {
-    if (llvm::isa<yaml::NullNode>(&element))
-      return emitError(&element, "expected a string");
-    if (failed(parseString(&element, values.emplace_back())))
+  if (!node.isSequence())
+    return emitError(node, "expected a string or a list of strings");
+  for (const YAMLNode &element : node.elements) {
+    if (failed(parseString(element, values.emplace_back())))
       return failure();
     if (values.back().empty())
-      return emitError(&element, "empty string in a list");
+      return emitError(element, "empty string in a list");
   }
   if (values.empty())
     return emitError(node, "expected a non-empty list");
   return success();
 }
 
-LogicalResult PolicyParser::parseDocument(yaml::Node *root) {
-  bool sawRules = false;
+LogicalResult PolicyParser::parseDocument(const YAMLNode &root) {
   if (failed(forEachKey(
           root, "the policy", {"rules", "extensions"},
-          [&](llvm::StringRef key, yaml::Node *, yaml::Node *value) {
-            auto *list = llvm::dyn_cast<yaml::SequenceNode>(value);
-            if (!list)
-              return emitError(value, "'" + key + "' must be a list");
-            bool isRules = key == "rules";
-            sawRules |= isRules;
-            for (yaml::Node &element : *list)
-              if (failed(isRules ? parseRule(&element)
-                                 : parseExtension(&element)))
+          [&](const YAMLNode &key, const YAMLNode &value) {
+            if (!value.isSequence())
+              return emitError(value, "'" + key.scalar + "' must be a list");
+            bool isRules = key.scalar == "rules";
+            for (const YAMLNode &element : value.elements)
+              if (failed(isRules ? parseRule(element)
+                                 : parseExtension(element)))
                 return failure();
             return success();
           })))
     return failure();
-  // A scanner error ends the document early; "no rules" would only echo it.
-  if (diag.getNumErrors() != errorsAtStart)
-    return failure();
-  if (!sawRules || policy.rules.empty())
+  if (policy.rules.empty())
     return emitError(root, "the policy has no rules");
   return success();
 }
 
-LogicalResult PolicyParser::parseRule(yaml::Node *node) {
+LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
   PolicyRule rule;
-  auto [line, column] = diag.getLineAndColumn(node->getSourceRange().Start);
+  auto [line, column] = diag.getLineAndColumn(node.loc);
   rule.origin = (policy.name + ":" + llvm::Twine(line)).str();
   bool sawAction = false;
-  yaml::Node *fallbackKey = nullptr;
+  const YAMLNode *fallbackKey = nullptr;
   if (failed(forEachKey(
           node, "a rule", {"match", "category", "action", "fallback-tags"},
-          [&](llvm::StringRef key, yaml::Node *keyNode, yaml::Node *value) {
-            if (key == "match") {
+          [&](const YAMLNode &key, const YAMLNode &value) {
+            if (key.scalar == "match") {
               if (failed(parseStringList(value, rule.globs)))
                 return failure();
               for (const std::string &glob : rule.globs)
@@ -222,10 +176,10 @@ LogicalResult PolicyParser::parseRule(yaml::Node *node) {
                   return emitError(value, "empty glob");
               return success();
             }
-            if (key == "category")
+            if (key.scalar == "category")
               return parseString(value, rule.category);
-            if (key == "fallback-tags") {
-              fallbackKey = keyNode;
+            if (key.scalar == "fallback-tags") {
+              fallbackKey = &key;
               return parseStringList(value, rule.fallbackTags);
             }
             std::string action;
@@ -253,22 +207,23 @@ LogicalResult PolicyParser::parseRule(yaml::Node *node) {
   if (rule.category.empty())
     rule.category = stringifyPolicyAction(rule.action).str();
   if (fallbackKey && rule.action != PolicyAction::ReferencingTests)
-    return emitError(fallbackKey,
+    return emitError(*fallbackKey,
                      "'fallback-tags' only applies to rules with action "
                      "'tests'");
   policy.rules.push_back(std::move(rule));
   return success();
 }
 
-LogicalResult PolicyParser::parseExtension(yaml::Node *node) {
+LogicalResult PolicyParser::parseExtension(const YAMLNode &node) {
   ExtensionDecl ext;
   if (failed(forEachKey(
           node, "an extension", {"name", "sources", "modules"},
-          [&](llvm::StringRef key, yaml::Node *, yaml::Node *value) {
-            if (key == "name")
+          [&](const YAMLNode &key, const YAMLNode &value) {
+            if (key.scalar == "name")
               return parseString(value, ext.name);
-            return parseStringList(value,
-                                   key == "sources" ? ext.sources : ext.modules);
+            return parseStringList(value, key.scalar == "sources"
+                                              ? ext.sources
+                                              : ext.modules);
           })))
     return failure();
   if (ext.sources.empty() || ext.modules.empty())
@@ -285,42 +240,13 @@ LogicalResult ChangePolicy::parse(unsigned bufferId, DiagnosticEngine &diag,
       diag.getSourceMgr().getMemoryBuffer(bufferId);
   policy = ChangePolicy();
   policy.name = buffer->getBufferIdentifier().str();
-
-  // The scanner reports through a SourceMgr of its own; forward its
-  // messages to the engine, whose SourceMgr owns the same bytes.
-  llvm::SourceMgr yamlSourceMgr;
-  yamlSourceMgr.setDiagHandler(
-      [](const llvm::SMDiagnostic &smDiag, void *context) {
-        static_cast<DiagnosticEngine *>(context)->error(smDiag.getLoc(),
-                                                        smDiag.getMessage());
-      },
-      &diag);
-  unsigned errorsBefore = diag.getNumErrors();
-  yaml::Stream stream(buffer->getMemBufferRef(), yamlSourceMgr);
-  PolicyParser parser(diag, policy);
-  yaml::document_iterator doc = stream.begin();
-  if (doc == stream.end() || !doc->getRoot()) {
-    if (diag.getNumErrors() == errorsBefore)
-      diag.emit(Severity::Error, policy.name, 1, 1, "the policy is empty");
+  std::optional<YAMLNode> root = parseYAML(bufferId, diag);
+  if (!root)
+    return failure();
+  if (root->isNull()) {
+    diag.error(llvm::SMLoc::getFromPointer(buffer->getBufferStart()),
+               "the policy is empty");
     return failure();
   }
-  yaml::Node *root = doc->getRoot();
-  if (llvm::isa<yaml::NullNode>(root)) {
-    if (diag.getNumErrors() == errorsBefore)
-      diag.error(llvm::SMLoc::getFromPointer(buffer->getBufferStart()),
-                 "the policy is empty");
-    return failure();
-  }
-  if (failed(parser.parseDocument(root)))
-    return failure();
-  // Finish scanning so that trailing garbage and extra documents are caught.
-  if (++doc != stream.end() && !stream.failed()) {
-    yaml::Node *extra = doc->getRoot();
-    if (extra && !llvm::isa<yaml::NullNode>(extra)) {
-      diag.error(extra->getSourceRange().Start,
-                 "a policy is a single YAML document");
-      return failure();
-    }
-  }
-  return failure(stream.failed() || diag.getNumErrors() != errorsBefore);
+  return PolicyParser(diag, policy).parseDocument(*root);
 }

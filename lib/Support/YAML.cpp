@@ -303,3 +303,31 @@ std::optional<YAMLNode> fastci::parseYAML(unsigned bufferId,
     return std::nullopt;
   return root;
 }
+
+std::string fastci::formatChoices(llvm::ArrayRef<llvm::StringRef> choices) {
+  std::string text;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (i)
+      text += i + 1 == choices.size() ? " or " : ", ";
+    text += "'" + choices[i].str() + "'";
+  }
+  return text;
+}
+
+LogicalResult fastci::checkMappingKeys(const YAMLNode &node,
+                                       llvm::ArrayRef<llvm::StringRef> allowed,
+                                       llvm::StringRef what,
+                                       DiagnosticEngine &diag) {
+  if (!node.isMapping()) {
+    diag.error(node.loc, what + " must be a mapping");
+    return failure();
+  }
+  for (const auto &[key, value] : node.entries) {
+    if (llvm::is_contained(allowed, llvm::StringRef(key.scalar)))
+      continue;
+    diag.error(key.loc, "unknown key '" + key.scalar + "' in " + what +
+                            "; expected " + formatChoices(allowed));
+    return failure();
+  }
+  return success();
+}

@@ -14,6 +14,8 @@
 
 #include "fastci/IR/Attributes.h"
 #include "fastci/Support/Diagnostics.h"
+#include "fastci/Support/LogicalResult.h"
+#include "llvm/ADT/ArrayRef.h"
 #include <optional>
 #include <string>
 #include <utility>
@@ -86,6 +88,18 @@ enum class DuplicateKeys {
 /// their location and returns std::nullopt. An empty document is a Null node.
 std::optional<YAMLNode> parseYAML(unsigned bufferId, DiagnosticEngine &diag,
                                   DuplicateKeys duplicates = DuplicateKeys::Error);
+
+/// Checks that \p node is a mapping whose keys are all in \p allowed, for
+/// strict readers where a misspelt key would silently change behaviour.
+/// Reports "<what> must be a mapping", or "unknown key 'k' in <what>;
+/// expected 'a', 'b' or 'c'" at the first offending key.
+LogicalResult checkMappingKeys(const YAMLNode &node,
+                               llvm::ArrayRef<llvm::StringRef> allowed,
+                               llvm::StringRef what, DiagnosticEngine &diag);
+
+/// `'a', 'b' or 'c'`: \p choices quoted, for messages listing what was
+/// expected.
+std::string formatChoices(llvm::ArrayRef<llvm::StringRef> choices);
 
 } // namespace fastci
 

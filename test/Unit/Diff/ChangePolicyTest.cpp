@@ -91,7 +91,7 @@ TEST(ChangePolicyTest, BadPoliciesAreLocatedErrors) {
       {"rules:\n  - {match: a, action: maybe}\n",
        "policy.yaml:2:24: error: unknown action 'maybe'"},
       {"rules:\n  - {match: a, action: all, action: all}\n",
-       "policy.yaml:2:29: error: duplicate key 'action' in a rule"},
+       "policy.yaml:2:29: error: duplicate key 'action'\n"},
       {"rules:\n  - {match: a, action: all, fallback-tags: [x]}\n",
        "error: 'fallback-tags' only applies to rules with action 'tests'"},
       {"rules:\n  - {match: {a: b}, action: all}\n",
@@ -102,7 +102,7 @@ TEST(ChangePolicyTest, BadPoliciesAreLocatedErrors) {
        "policy.yaml:4:6: error: an extension needs 'sources' and 'modules'"},
       {"rules: [\n", "policy.yaml:"},
       {"rules:\n  - {match: a, action: all}\n---\nrules: []\n",
-       "error: a policy is a single YAML document"},
+       "error: expected a single YAML document"},
       {"rules:\n\t- x\n", "policy.yaml:2:4: error: a rule must be a mapping"},
   };
   for (const BadPolicy &c : cases) {
