@@ -1,13 +1,17 @@
 """In-process training runs: learning, determinism, logging, checkpoint resume."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
+import torch
 
 from minitron.checkpointing.checkpoint import read_tracker
 from minitron.launch import parse_launcher_args, rank_env
+from minitron.model import GPTModel
 from minitron.training.logger import GoldenValuesLogger
 from minitron.training.loop import pretrain
+from minitron.training.schedules import forward_backward_no_pipelining
 
 
 def losses(logger):
@@ -72,3 +76,25 @@ def test_launcher_sets_torchrun_environment():
     env = rank_env(3, 4, 29500)
     assert (env["RANK"], env["LOCAL_RANK"], env["WORLD_SIZE"]) == ("3", "3", "4")
     assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("127.0.0.1", "29500")
+
+
+def test_moe_aux_loss_accumulates_like_the_lm_loss(model_parallel_state, tiny_config):
+    """k identical micro-batches give the gradient of one: the auxiliary
+    load-balancing loss must be averaged over micro-batches like the LM loss."""
+    tiny_config.num_experts, tiny_config.moe_router_topk = 4, 2
+    tiny_config.moe_aux_loss_coeff = 0.5
+    model = GPTModel(tiny_config)
+    model.train()
+    batch = {"tokens": torch.randint(0, 256, (2, 16)),
+             "labels": torch.randint(0, 256, (2, 16))}
+    args = SimpleNamespace(bf16=False)
+
+    def gradients(num_micro_batches):
+        model.zero_grad()
+        forward_backward_no_pipelining([model], [batch] * num_micro_batches, args)
+        return [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    one, four = gradients(1), gradients(4)
+    assert len(one) == len(four)
+    for a, b in zip(one, four):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-7)
