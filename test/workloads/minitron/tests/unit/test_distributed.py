@@ -123,6 +123,29 @@ def _gpt_layout_body(rank, world, layout):
     assert abs(loss - ref) < 1e-5, (layout, loss, ref)
 
 
+def _sequence_parallel_grads_body(rank, world):
+    from minitron.optimizer.buckets import allreduce_sequence_parallel_grads
+    from minitron.parallel import comm, state
+    _, model = _gpt_loss_and_grads({"sequence_parallel": True}, {"tp": 2}, _batch())
+    allreduce_sequence_parallel_grads([model])
+    group = state.get_tensor_model_parallel_group()
+    # Parameters not split over tp are replicated on every tp rank. Those
+    # used inside the sequence-parallel region saw half of the sequence on
+    # each rank; after the reduction every rank must hold the same, full
+    # gradient, or the replicas drift apart.
+    replicated = [(n, p) for n, p in model.named_parameters()
+                  if not getattr(p, "tensor_model_parallel", False) and p.grad is not None]
+    assert any("norm" in n for n, _ in replicated), [n for n, _ in replicated]
+    for name, param in replicated:
+        mean = comm.all_reduce(param.grad.clone(), group) / world
+        assert torch.allclose(param.grad, mean, atol=1e-7), name
+
+
+@pytest.mark.fastci(scope=["tp", "sp"], workload={"--tensor-model-parallel-size": 2})
+def test_sequence_parallel_replicated_grads_agree_across_tp():
+    run_distributed(_sequence_parallel_grads_body, 2)
+
+
 def _train_losses(argv_extra, world):
     from minitron.config import parse_args
     from minitron.training.loop import pretrain
