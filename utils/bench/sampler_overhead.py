@@ -2,10 +2,19 @@
 """Wall-time overhead of the fastci_trace sampler, and the thread-vs-signal timer comparison.
 
 Default mode: runs a CPU PyTorch training loop and a pure-Python workload in
-fresh child interpreters, each without and with sampling (through the real
-`run` wrapper path: sitecustomize hook + environment), interleaved and with
-the order alternated per round so drift cancels. The child times only its
-workload; we print medians and the median of per-round traced/base ratios.
+fresh child interpreters in three modes: `base` (no sampling), `traced`
+(sampling plus the per-test call burst, the default configuration) and
+`no-burst` (sampling only), through the real `run` wrapper path
+(sitecustomize hook + environment). Every round runs each mode once, the
+order rotated per round so drift cancels. The child times only its workload,
+in wall time and in process CPU time (all threads, the sampler's included:
+less sensitive than wall time to other jobs on a shared machine); we also
+time the whole child process (start-up and imports, where a burst
+mostly runs). Per mode we print the median of per-round overhead ratios with
+their spread, and the sampling thread's own CPU time per tick times the rate
+(read from the evidence files' `sampler-cpu-seconds`/`ticks` headers): a
+load-independent estimate of the sampler's share, which the wall-time
+ratios on a busy machine cannot resolve. The load average is printed too.
 
 `--compare-backends` measures, in this process, a signal timer (setitimer +
 SIGPROF handler) against the timer thread the package uses: overhead on the
@@ -14,10 +23,11 @@ the main thread is in a GIL-holding C call, a GIL-releasing C call, or
 blocked while a worker thread runs Python. docs/Evidence.md records results.
 
 Usage: /usr/bin/python3 utils/bench/sampler_overhead.py [--runs N] [--rate HZ]
-       [--seconds S] [--compare-backends]
+       [--seconds S] [--calls S] [--compare-backends]
 """
 
 import argparse
+import glob
 import hashlib
 import os
 import random
@@ -33,7 +43,12 @@ UTILS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, UTILS)
 
 from fastci_trace import config as trace_config  # noqa: E402
+from fastci_trace.evidence import read_evidence  # noqa: E402
 from fastci_trace.sampler import capture  # noqa: E402
+
+# CPU seconds of the process (all threads, the sampler's included) during the
+# last workload run: less sensitive to other jobs on the machine than wall time.
+_LAST_CPU = [0.0]
 
 # Each workload does a fixed amount of work (not a fixed time), calibrated
 # to --seconds on this machine once, so base and traced do identical work.
@@ -49,11 +64,12 @@ def torch_train(steps):
                                 torch.nn.Linear(512, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(steps):
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
+    _LAST_CPU[0] = time.process_time() - cpu
     return time.perf_counter() - start
 
 
@@ -70,10 +86,11 @@ def _churn(n):
 
 def pure_python(rounds):
     """Call-heavy recursion plus dict/str churn: the interpreter-bound case."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(rounds):
         _fib(20)
         _churn(20000)
+    _LAST_CPU[0] = time.process_time() - cpu
     return time.perf_counter() - start
 
 
@@ -81,44 +98,115 @@ WORKLOADS = {"torch-train": torch_train, "pure-python": pure_python}
 
 
 def _run_child(name, amount, env):
+    """Run one workload in a fresh interpreter: (workload s, workload CPU s, whole process s)."""
+    start = time.perf_counter()
     out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", name, str(amount)],
                          env=env, check=True, stdout=subprocess.PIPE, universal_newlines=True)
-    return float(out.stdout.split()[-1])
+    wall, cpu = out.stdout.split()[-2:]
+    return float(wall), float(cpu), time.perf_counter() - start
 
 
 def _calibrate(name, seconds, env):
     """Units of work that take about `seconds` here (probe with a small amount)."""
     probe = 5
-    elapsed = _run_child(name, probe, env)
+    elapsed = _run_child(name, probe, env)[0]
     while elapsed < 0.3:
         probe *= 4
-        elapsed = _run_child(name, probe, env)
+        elapsed = _run_child(name, probe, env)[0]
     return max(1, int(probe * seconds / elapsed))
 
 
-def measure_overhead(runs, rate, seconds):
-    """Print base/traced medians and median overhead per workload; return {name: ratio}."""
+def _sampler_cost(out):
+    """(sampler-thread CPU seconds, ticks, call-burst CPU seconds) summed over a traced run's files."""
+    cpu, ticks, burst = 0.0, 0, 0.0
+    for path in glob.glob(os.path.join(out, "**", "*.stacks"), recursive=True):
+        header, _ = read_evidence(path)
+        if header.get("mode") == "calls":
+            burst += float(header.get("calls-cpu-seconds", 0))
+        else:
+            cpu += float(header.get("sampler-cpu-seconds", 0))
+            ticks += int(header.get("ticks", 0))
+    return cpu, ticks, burst
+
+
+def _quartiles(values):
+    """(first quartile, third quartile) by the inclusive method (any sample size)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[2]
+
+
+MODES = ("base", "traced", "no-burst")
+
+
+def measure_overhead(runs, rate, seconds, calls, workloads=tuple(WORKLOADS)):
+    """Print per-workload medians, spread and sampler CPU per tick; return {workload: {mode: %}}.
+
+    Modes: `base` (no sampling), `traced` (sampling plus the call burst with
+    budget `calls`, the default configuration) and `no-burst` (sampling
+    only, FASTCI_TRACE_CALLS=0). Every round runs each mode once, in an
+    order rotated per round so slow drift of the machine's load cancels.
+    """
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("FASTCI_TRACE_")}
     results = {}
-    with tempfile.TemporaryDirectory() as out:
-        traced_env = dict(base_env)
-        cfg = trace_config.from_env(dict(base_env, FASTCI_TRACE_OUT=out,
-                                         FASTCI_TRACE_RATE=str(rate)), os.getcwd())
-        trace_config.export(cfg, traced_env)
-        traced_env[trace_config.ENV_TEST_ID] = "bench"
-        for name in WORKLOADS:
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as scratch:
+        envs = {"base": base_env}
+        for mode, budget in (("traced", calls), ("no-burst", 0)):
+            env = dict(base_env)
+            cfg = trace_config.from_env(dict(base_env, FASTCI_TRACE_OUT=scratch,
+                                             FASTCI_TRACE_RATE=str(rate),
+                                             FASTCI_TRACE_CALLS=str(budget)), os.getcwd())
+            trace_config.export(cfg, env)
+            env[trace_config.ENV_TEST_ID] = "bench"
+            envs[mode] = env
+        for name in workloads:
             amount = _calibrate(name, seconds, base_env)
-            base, traced, ratios = [], [], []
+            work = {m: [] for m in MODES}
+            cpus = {m: [] for m in MODES}
+            proc = {m: [] for m in MODES}
+            cost = {m: [] for m in MODES[1:]}
             for i in range(runs):
-                order = [(base, base_env), (traced, traced_env)]
-                for times, env in (order if i % 2 == 0 else order[::-1]):
-                    times.append(_run_child(name, amount, env))
-                ratios.append(traced[-1] / base[-1])
-            overhead = (statistics.median(ratios) - 1) * 100
-            results[name] = overhead
-            print("%s: base %.3fs traced %.3fs overhead %+.2f%% (median of %d interleaved runs, "
-                  "%g Hz)" % (name, statistics.median(base), statistics.median(traced),
-                              overhead, runs, rate), flush=True)
+                for mode in MODES[i % 3:] + MODES[:i % 3]:
+                    env = dict(envs[mode])
+                    if mode != "base":
+                        out = os.path.join(scratch, "%s-%s-%d" % (name, mode, i))
+                        env[trace_config.ENV_OUT] = out
+                    w, c, p = _run_child(name, amount, env)
+                    work[mode].append(w)
+                    cpus[mode].append(c)
+                    proc[mode].append(p)
+                    if mode != "base":
+                        cost[mode].append(_sampler_cost(out))
+            results[name] = {}
+            base = statistics.median(work["base"])
+            print("%s: %d rounds, %g Hz, base workload %.3fs (process %.3fs)" % (
+                name, runs, rate, base, statistics.median(proc["base"])))
+            for mode in MODES[1:]:
+                ratios = [(t / b - 1) * 100 for t, b in zip(work[mode], work["base"])]
+                pratios = [(t / b - 1) * 100 for t, b in zip(proc[mode], proc["base"])]
+                cratios = [(t / b - 1) * 100 for t, b in zip(cpus[mode], cpus["base"])]
+                c1, c3 = _quartiles(cratios)
+                q1, q3 = _quartiles(ratios)
+                cpu = sum(c for c, _, _ in cost[mode])
+                ticks = sum(t for _, t, _ in cost[mode])
+                per_tick = cpu / ticks if ticks else 0.0
+                burst = statistics.median(b for _, _, b in cost[mode])
+                overhead = statistics.median(ratios)
+                results[name][mode] = overhead
+                print("  %-8s workload %+.2f%% (median of per-round ratios; IQR %+.2f..%+.2f%%, "
+                      "min %+.2f%%, max %+.2f%%); whole process %+.2f%%" % (
+                          mode, overhead, q1, q3, min(ratios), max(ratios),
+                          statistics.median(pratios)))
+                print("  %-8s workload CPU (all threads) %+.2f%% (IQR %+.2f..%+.2f%%)" % (
+                    mode, statistics.median(cratios), c1, c3))
+                print("  %-8s sampler thread %.1f us CPU per tick x %g Hz = %.3f%% of a core; "
+                      "call burst %.3fs CPU per process" % (
+                          mode, per_tick * 1e6, rate, per_tick * rate * 100, burst), flush=True)
+    load_after = os.getloadavg()
+    print("load average (1/5/15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f on %d CPUs" % (
+        load_before + load_after + (os.cpu_count(),)))
     return results
 
 
@@ -129,12 +217,13 @@ class ThreadTimer:
 
     def __init__(self, rate):
         self.rate, self.counts, self._stop = rate, {}, threading.Event()
+        self.codes = {}
 
     def __enter__(self):
         def loop():
             me = threading.get_ident()
             while not self._stop.wait(1.0 / self.rate):
-                capture(self.counts, me)
+                capture(self.counts, me, self.codes)
         self._thread = threading.Thread(target=loop, daemon=True)
         self._thread.start()
         return self
@@ -148,10 +237,11 @@ class SignalTimer:
     """The alternative: setitimer(ITIMER_PROF) + SIGPROF handler calling capture()."""
 
     def __init__(self, rate):
-        self.rate, self.counts = rate, {}
+        self.rate, self.counts, self.codes = rate, {}, {}
 
     def __enter__(self):
-        self._old = signal.signal(signal.SIGPROF, lambda s, f: capture(self.counts, None))
+        self._old = signal.signal(signal.SIGPROF,
+                                  lambda s, f: capture(self.counts, None, self.codes))
         signal.setitimer(signal.ITIMER_PROF, 1.0 / self.rate, 1.0 / self.rate)
         return self
 
@@ -160,8 +250,13 @@ class SignalTimer:
         signal.signal(signal.SIGPROF, self._old)
 
 
-def _samples_in(counts, code):
-    return sum(n for stack, n in counts.items() if any(c is code for c, _ in stack))
+def _codes_of(stack, codes):
+    """The code objects of a capture() key (id, lasti pairs)."""
+    return [codes[i] for i in stack[::2]]
+
+
+def _samples_in(timer, code):
+    return sum(n for stack, n in timer.counts.items() if code in _codes_of(stack, timer.codes))
 
 
 def _gil_holding_call():
@@ -209,31 +304,38 @@ def compare_backends(runs, rate):
             with timer(rate) as t:
                 fn()
             expected = (time.perf_counter() - start) * rate
-            seen = _samples_in(t.counts, fn.__code__)
+            seen = _samples_in(t, fn.__code__)
             if fn is _main_blocked_worker_busy:  # count the worker's samples instead
                 seen = sum(n for stack, n in t.counts.items()
-                           if any(c.co_name == "work" for c, _ in stack))
+                           if any(c.co_name == "work" for c in _codes_of(stack, t.codes)))
             row.append("%s %d/%d" % (name, seen, round(expected)))
         print("%-42s %s" % (label + ":", "   ".join(row)))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="interleaved runs per mode (>= 5)")
+    parser.add_argument("--runs", type=int, default=11,
+                        help="interleaved rounds (each runs every mode once; default 11)")
     parser.add_argument("--rate", type=float, default=trace_config.DEFAULT_RATE)
     parser.add_argument("--seconds", type=float, default=2.5, help="workload duration target")
+    parser.add_argument("--calls", type=float, default=trace_config.DEFAULT_CALLS,
+                        help="call-burst budget of the `traced` mode, CPU seconds")
+    parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS),
+                        help="measure only this workload (repeatable; default: all)")
     parser.add_argument("--compare-backends", action="store_true")
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "AMOUNT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(WORKLOADS[args.child[0]](int(args.child[1])))
+        wall = WORKLOADS[args.child[0]](int(args.child[1]))
+        print(wall, _LAST_CPU[0])
         return
     if args.runs < 1:
         parser.error("--runs must be >= 1")
     if args.compare_backends:
         compare_backends(args.runs, args.rate)
     else:
-        measure_overhead(args.runs, args.rate, args.seconds)
+        measure_overhead(args.runs, args.rate, args.seconds, args.calls,
+                         tuple(args.workload or WORKLOADS))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ def _run(args, parser):
         environ[_config.ENV_RATE] = args.rate
     if args.flush is not None:
         environ[_config.ENV_FLUSH] = args.flush
+    if args.calls is not None:
+        environ[_config.ENV_CALLS] = args.calls
     try:
         cfg = _config.from_env(environ, os.getcwd())
     except _config.ConfigError as e:
@@ -67,6 +69,9 @@ def main(argv=None):
     run.add_argument("--rate", metavar="HZ", help="sampling rate (default %g)" % _config.DEFAULT_RATE)
     run.add_argument("--flush", metavar="SECONDS",
                      help="periodic flush interval (default %g)" % _config.DEFAULT_FLUSH)
+    run.add_argument("--calls", metavar="SECONDS",
+                     help="CPU seconds per process during which calls are traced "
+                     "(default %g; 0: off)" % _config.DEFAULT_CALLS)
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     run.set_defaults(func=_run)
     show = sub.add_parser("show", help="validate evidence files and summarize them")

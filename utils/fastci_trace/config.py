@@ -17,15 +17,20 @@ ENV_RATE = "FASTCI_TRACE_RATE"
 ENV_FLUSH = "FASTCI_TRACE_FLUSH"
 ENV_REVISION = "FASTCI_TRACE_REVISION"
 ENV_ROOT = "FASTCI_TRACE_ROOT"
+ENV_CALLS = "FASTCI_TRACE_CALLS"
 
 DEFAULT_RATE = 50.0
 DEFAULT_FLUSH = 5.0
+# CPU seconds per test and process during which calls are traced (calls.py);
+# 0 turns the call burst off.
+DEFAULT_CALLS = 0.2
 MAX_RATE = 1000.0  # beyond this the sampler itself dominates the process
 
 HOOK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_hook")
 
-Config = namedtuple("Config", "out rate flush root revision")
-Config.__doc__ = "Resolved sampler settings; `revision` is UNKNOWN_REVISION when unknown."
+Config = namedtuple("Config", "out rate flush root revision calls")
+Config.__doc__ = ("Resolved sampler settings; `revision` is UNKNOWN_REVISION when unknown, "
+                  "`calls` the call-burst budget in CPU seconds (0: off).")
 UNKNOWN_REVISION = "unknown"
 
 
@@ -44,6 +49,17 @@ def parse_rate(source, text):
 def parse_flush(source, text):
     """Validate a flush interval in seconds given as text."""
     return _parse_positive(source, text, "an interval in seconds")
+
+
+def parse_calls(source, text):
+    """Validate a call-burst budget in CPU seconds given as text (0 turns it off)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ConfigError("%s: %r is not a budget in CPU seconds" % (source, text)) from None
+    if not value >= 0 or value == float("inf"):
+        raise ConfigError("%s: %r must be a non-negative finite number" % (source, text))
+    return value
 
 
 def _parse_positive(source, text, what):
@@ -93,8 +109,9 @@ def from_env(environ, cwd):
         return None
     rate = parse_rate(ENV_RATE, environ.get(ENV_RATE, DEFAULT_RATE))
     flush = parse_flush(ENV_FLUSH, environ.get(ENV_FLUSH, DEFAULT_FLUSH))
+    calls = parse_calls(ENV_CALLS, environ.get(ENV_CALLS, DEFAULT_CALLS))
     root, revision = discover_repository(cwd, environ)
-    return Config(os.path.abspath(os.path.join(cwd, out)), rate, flush, root, revision)
+    return Config(os.path.abspath(os.path.join(cwd, out)), rate, flush, root, revision, calls)
 
 
 def export(config, environ):
@@ -106,6 +123,7 @@ def export(config, environ):
     environ[ENV_OUT] = config.out
     environ[ENV_RATE] = "%r" % config.rate
     environ[ENV_FLUSH] = "%r" % config.flush
+    environ[ENV_CALLS] = "%r" % config.calls
     environ[ENV_ROOT] = config.root
     environ[ENV_REVISION] = config.revision
     paths = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]

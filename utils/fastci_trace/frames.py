@@ -1,7 +1,9 @@
 """Turning code objects into the (path, qualified name) of an evidence frame.
 
-The sampler's hot path only records `(code object, line)` pairs; this module
-describes each code object once, off the hot path, and caches the result.
+The sampler's hot path only records `(id(code), f_lasti)` pairs; this module
+turns them into frames off the hot path: each code object is described once,
+and each bytecode offset is mapped to its source line through the code's
+line table (what `f_lineno` would compute on every sample), with caching.
 The path is made relative to the repository root when the file lies under
 it. The qualified name is `co_qualname` on CPython 3.11+. Older versions
 lack it, so we reconstruct it statically from the source file's syntax tree
@@ -12,6 +14,7 @@ which extends object lifetimes (e.g. large tensors) in the code under test.
 """
 
 import ast
+import bisect
 import os
 import sys
 
@@ -71,26 +74,71 @@ class _QualnameIndex(ast.NodeVisitor):
         self._visit_comprehension(node, "<genexpr>")
 
 
+# Marks the innermost frame of a stack recorded at a function's entry (the
+# call burst): its line is the function's first body line, not the line the
+# code object starts on, which for a decorated function is the decorator's and
+# would map to the enclosing scope.
+ENTRY = -2
+
+
 class FrameDescriber:
-    """Describes code objects as encoded `path:qualname:` prefixes, with caching.
+    """Describes code objects as encoded `path:qualname:line` frames, with caching.
 
     `root` is the directory paths are made relative to; `cwd` resolves
     relative `co_filename`s (captured at interpreter start, before the code
     under test can chdir); `exclude_dir` marks code whose frames are the
     sampler's own and must not appear in evidence.
+
+    Code objects are keyed by id(): hashing a code object hashes its
+    bytecode, constants and names every time (microseconds on 3.12+). The
+    caller must keep every described code object alive (the sampler's code
+    registry does), so an id is never reused for another code object.
     """
 
     def __init__(self, root, cwd, exclude_dir):
         self._root = os.path.realpath(root) + os.sep
         self._cwd = cwd
         self._exclude = os.path.realpath(exclude_dir) + os.sep
-        self._codes = {}   # code -> encoded "path:qualname:" or None (own frame)
+        self._codes = {}   # id(code) -> encoded "path:qualname:" or None (own frame)
+        self._repo = {}    # id(code) -> whether the code lies in the repository
+        self._paths = {}   # co_filename -> real path, or None for our own files
+        self._lines = {}   # id(code) -> (sorted start offsets, their lines)
+        self._frames = {}  # (id(code), lasti) -> encoded frame or None
         self._indexes = {}  # absolute path -> {(line, name): qualname}
+
+    def frame(self, code, lasti):
+        """Return the encoded `path:qualname:line` of `code` at bytecode offset `lasti`.
+
+        `lasti` is a frame's f_lasti, or ENTRY for a function's entry.
+        Returns None for the sampler's own frames.
+        """
+        key = (id(code), lasti)
+        try:
+            return self._frames[key]
+        except KeyError:
+            pass
+        prefix = self.prefix(code)
+        result = None if prefix is None else "%s%d" % (prefix, self.line(code, lasti))
+        self._frames[key] = result
+        return result
+
+    def line(self, code, lasti):
+        """The source line of bytecode offset `lasti` in `code` (what f_lineno reports), 0 if none."""
+        table = self._lines.get(id(code))
+        if table is None:
+            table = self._lines[id(code)] = _line_table(code)
+        starts, lines = table
+        if lasti == ENTRY:
+            return _entry_line(code, lines)
+        if lasti < 0:  # not started yet
+            return code.co_firstlineno
+        i = bisect.bisect_right(starts, lasti) - 1
+        return (lines[i] or 0) if i >= 0 else code.co_firstlineno
 
     def prefix(self, code):
         """Return the encoded `path:qualname:` for `code`, or None for sampler frames."""
         try:
-            return self._codes[code]
+            return self._codes[id(code)]
         except KeyError:
             pass
         path = self._path(code.co_filename)
@@ -98,14 +146,34 @@ class FrameDescriber:
             result = None
         else:
             result = encode_frame_prefix(self._relative(path), self._qualname(code, path))
-        self._codes[code] = result
+        self._codes[id(code)] = result
+        return result
+
+    def in_repository(self, code):
+        """Whether `code` comes from a real file under the root (and is not the sampler's)."""
+        try:
+            return self._repo[id(code)]
+        except KeyError:
+            pass
+        path = self._path(code.co_filename)
+        result = (path is not None and not path.startswith("<")
+                  and path.startswith(self._root))
+        self._repo[id(code)] = result
         return result
 
     def _path(self, filename):
+        try:
+            return self._paths[filename]
+        except KeyError:
+            pass
         if filename.startswith("<") and filename.endswith(">"):
-            return filename  # <string>, <frozen ...>: not a file
-        path = os.path.realpath(os.path.join(self._cwd, filename))
-        return None if path.startswith(self._exclude) else path
+            path = filename  # <string>, <frozen ...>: not a file
+        else:
+            path = os.path.realpath(os.path.join(self._cwd, filename))
+            if path.startswith(self._exclude):
+                path = None
+        self._paths[filename] = path
+        return path
 
     def _relative(self, path):
         if path.startswith(self._root):
@@ -121,6 +189,40 @@ class FrameDescriber:
         if index is None:
             index = self._indexes[path] = _index_file(path)
         return index.get((code.co_firstlineno, code.co_name), code.co_name)
+
+
+def _entry_line(code, lines):
+    """A line that merge-evidence maps to `code`'s own entity, for a stack recorded at its entry.
+
+    co_firstlineno will not do: for a decorated function it is the first
+    decorator's line, which lies in the enclosing scope. We take the first
+    line of the code's own instructions past co_firstlineno that lies outside
+    every nested function, class, lambda or comprehension (whose lines,
+    including a nested `def` line, map to the nested entity), else
+    co_firstlineno. Module code gets line 0, which maps to the module itself.
+    """
+    if code.co_name == "<module>":
+        return 0
+    spans = []
+    for const in code.co_consts:
+        if isinstance(const, type(code)):
+            nested = [n for n in _line_table(const)[1] if n]
+            spans.append((const.co_firstlineno, max(nested + [const.co_firstlineno])))
+    for line in sorted({n for n in lines if n and n > code.co_firstlineno}):
+        if not any(first <= line <= last for first, last in spans):
+            return line
+    return code.co_firstlineno
+
+
+def _line_table(code):
+    """(start offsets, lines) of `code`'s instructions, sorted by offset, for bisection."""
+    if hasattr(code, "co_lines"):  # 3.10+: (start, end, line or None) ranges
+        ranges = [(start, line) for start, _, line in code.co_lines()]
+    else:  # 3.9: a line holds from its start offset up to the next one
+        import dis
+        ranges = list(dis.findlinestarts(code))
+    ranges.sort(key=lambda r: r[0])
+    return [r[0] for r in ranges], [r[1] for r in ranges]
 
 
 def _index_file(path):

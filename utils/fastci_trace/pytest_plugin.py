@@ -28,13 +28,18 @@ def pytest_addoption(parser):
     group.addoption("--fastci-trace-flush", metavar="SECONDS", default=None,
                     help="periodic flush interval (env %s, default %g)"
                     % (_config.ENV_FLUSH, _config.DEFAULT_FLUSH))
+    group.addoption("--fastci-trace-calls", metavar="SECONDS", default=None,
+                    help="CPU seconds per test and process during which calls are traced "
+                    "for exact function-level evidence; 0 turns it off (env %s, default %g)"
+                    % (_config.ENV_CALLS, _config.DEFAULT_CALLS))
 
 
 def pytest_configure(config):
     environ = dict(os.environ)
     for option, key in (("--fastci-trace-out", _config.ENV_OUT),
                         ("--fastci-trace-rate", _config.ENV_RATE),
-                        ("--fastci-trace-flush", _config.ENV_FLUSH)):
+                        ("--fastci-trace-flush", _config.ENV_FLUSH),
+                        ("--fastci-trace-calls", _config.ENV_CALLS)):
         value = config.getoption(option)
         if value is not None:
             environ[key] = value

@@ -46,9 +46,29 @@ def run_inner_pytest(directory, *args, env=None, timeout=120):
                           universal_newlines=True)
 
 
-def load_out(out):
-    """All evidence files under `out` as a list of (path, header, stacks)."""
-    return [(p,) + read_evidence(p) for p in sorted(Path(out).rglob("*.stacks"))]
+def load_out(out, mode="samples"):
+    """Evidence files under `out` as a list of (path, header, stacks).
+
+    `mode` selects by the `mode` header: "samples" (the sampler's files),
+    "calls" (call-burst files), or None for all.
+    """
+    files = [(p,) + read_evidence(p) for p in sorted(Path(out).rglob("*.stacks"))]
+    return [f for f in files if mode is None or f[1].get("mode", "samples") == mode]
+
+
+def load_calls(out):
+    """The call-burst files under `out` as a list of (path, header, stacks)."""
+    return load_out(out, mode="calls")
+
+
+def functions_in(evidences):
+    """{test-id: set of qualnames on any recorded stack} over `evidences`."""
+    found = {}
+    for _, header, stacks in evidences:
+        names = found.setdefault(header["test-id"], set())
+        for frames in stacks:
+            names.update(f.qualname for f in frames)
+    return found
 
 
 def samples_of(stacks, qualname):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import by_function, load_out, run_inner_pytest, write
+from conftest import by_function, functions_in, load_calls, load_out, run_inner_pytest, write
 
 pytest.importorskip("torch.distributed")
 
@@ -63,3 +63,8 @@ def test_gloo_ranks_attributed_with_rank_header(tmp_path):
     assert len({h["pid"] for h in ranks.values()}) == 2
     assert all(h["complete"] == "true" for h in ranks.values())
     assert by_function(evidences, "rank_main")[test_id] >= 20
+    # call bursts: every process's file goes to the same test, and the launching
+    # test's own calls are recorded exactly
+    calls = load_calls(out)
+    assert {h["test-id"] for _, h, _ in calls} == {test_id}
+    assert {"test_two_ranks", "_free_port"} <= functions_in(calls)[test_id]

@@ -1,0 +1,27 @@
+"""utils/bench/sampler_overhead.py runs end to end and reports every mode (not a timing test)."""
+
+import re
+import subprocess
+from pathlib import Path
+
+from conftest import PYTHON, clean_env
+
+BENCH = Path(__file__).resolve().parents[3] / "utils" / "bench" / "sampler_overhead.py"
+
+
+def test_overhead_benchmark_smoke():
+    proc = subprocess.run([PYTHON, str(BENCH), "--runs", "3", "--seconds", "0.3",
+                           "--workload", "pure-python"], env=clean_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    for mode in ("traced", "no-burst"):
+        assert re.search(r"%s +workload [+-]\d+\.\d+%% .*IQR" % mode, proc.stdout), proc.stdout
+        assert re.search(r"%s +workload CPU \(all threads\) [+-]\d+\.\d+%%" % mode, proc.stdout), \
+            proc.stdout
+        tick = re.search(r"%s +sampler thread (\d+\.\d) us CPU per tick" % mode, proc.stdout)
+        assert tick and float(tick.group(1)) > 0, proc.stdout
+    burst = re.search(r"traced +.*call burst (\d+\.\d+)s CPU per process", proc.stdout)
+    assert burst and float(burst.group(1)) > 0, proc.stdout
+    assert re.search(r"no-burst +.*call burst 0\.000s", proc.stdout), proc.stdout
+    assert "load average" in proc.stdout
