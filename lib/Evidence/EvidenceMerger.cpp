@@ -1,12 +1,13 @@
 //===- EvidenceMerger.cpp - Merging a directory of evidence into a Module -===//
 //
-// Files are read in windows: every file of a window is read, resolved and
-// reduced in parallel (each into its own EvidenceFile), then the window is
-// merged into the module serially in sorted path order. Only the module's
+// Files flow through a pipeline: each is read, resolved and reduced on some
+// thread (into its own EvidenceFile), and merged into the module serially in
+// sorted path order while later files are being read. Only the module's
 // tables (frames, the stack trie, tests) are touched serially, and only once
 // per distinct node of a file's local trie rather than once per frame of
-// every line, which is what makes the serial part cheap. The window bounds
-// memory to a few files per thread whatever the size of the directory.
+// every line, which is what makes the serial part cheap. A bound on the files
+// in flight keeps memory to a few files per thread whatever the size of the
+// directory; each thread's FrameCache holds the distinct frames it resolved.
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/EvidenceMerger.h"
@@ -22,6 +23,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include <map>
+#include <oneapi/tbb/enumerable_thread_specific.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+#include <oneapi/tbb/task_arena.h>
 #include <set>
 #include <tuple>
 
@@ -319,6 +323,10 @@ void Merger::merge(llvm::StringRef path,
     frames.push_back(frame.kind == ResolvedFrame::Kind::Entity
                          ? module.getEntityFrame(frame.entity)
                          : module.getLeafFrame(frame.name));
+  // The first file of a record sizes its table at once (the others mostly
+  // repeat its stacks) instead of growing it step by step.
+  if (record.counts.empty())
+    record.counts.reserve(file.nodes.size());
   std::vector<StackId> stacks(file.nodes.size());
   for (size_t i = 0, e = file.nodes.size(); i != e; ++i) {
     const EvidenceFile::Node &node = file.nodes[i];
@@ -490,47 +498,90 @@ LogicalResult fastci::mergeEvidence(Module &module,
   if (root.empty())
     root = module.getAttrs().get("root").asString().value_or("").str();
 
-  /// One file of a window: its bytes and what reading them produced.
+  /// One file in flight: its bytes and what reading them produced.
   struct Slot {
+    size_t index = 0;
     std::unique_ptr<llvm::MemoryBuffer> buffer;
     EvidenceFile file;
     const FrameResolver *resolver = nullptr;
   };
-  Merger merger(module, options, diag, stats);
-  size_t window = std::max<size_t>(8, 4 * size_t(getThreadCount()));
-  for (size_t begin = 0, e = inputs.evidence.size(); begin < e;
-       begin += window) {
-    size_t end = std::min(e, begin + window);
-    std::vector<Slot> slots(end - begin);
-    parallelFor(begin, end, [&](size_t index) {
-      Slot &slot = slots[index - begin];
-      const std::string &path = inputs.evidence[index];
-      auto buffer = llvm::MemoryBuffer::getFile(
-          path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-      if (!buffer) {
-        slot.file.skipped = true;
-        slot.file.problems.push_back(
-            {0, 0, 0,
-             "cannot read evidence file: " + buffer.getError().message()});
-        return;
-      }
-      slot.buffer = std::move(*buffer);
-      std::string pyspyTestId = options.pyspyTestId.empty()
-                                    ? getPySpyTestId(options.directory, path)
-                                    : options.pyspyTestId;
-      EvidenceReadOptions readOptions{
-          [&](llvm::StringRef revision) -> const FrameResolver & {
-            slot.resolver = &getResolver(revision);
-            return *slot.resolver;
-          },
-          root, pyspyTestId};
-      slot.file = readEvidence(slot.buffer->getBuffer(), readOptions);
-    });
-    for (size_t index = begin; index != end; ++index) {
-      Slot &slot = slots[index - begin];
-      merger.merge(inputs.evidence[index], std::move(slot.buffer), slot.file,
-                   slot.resolver ? *slot.resolver : direct);
+  // Each thread resolves a distinct frame text once, whichever files it
+  // reads: the ranks of a test, the nights of a directory and the library
+  // frames of every test repeat most frames.
+  oneapi::tbb::enumerable_thread_specific<FrameCache> frameCaches;
+  auto read = [&](Slot &slot) {
+    const std::string &path = inputs.evidence[slot.index];
+    auto buffer = llvm::MemoryBuffer::getFile(
+        path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buffer) {
+      slot.file.skipped = true;
+      slot.file.problems.push_back(
+          {0, 0, 0,
+           "cannot read evidence file: " + buffer.getError().message()});
+      return;
     }
+    slot.buffer = std::move(*buffer);
+    std::string pyspyTestId = options.pyspyTestId.empty()
+                                  ? getPySpyTestId(options.directory, path)
+                                  : options.pyspyTestId;
+    EvidenceReadOptions readOptions{
+        [&](llvm::StringRef revision) -> const FrameResolver & {
+          slot.resolver = &getResolver(revision);
+          return *slot.resolver;
+        },
+        root, pyspyTestId};
+    readOptions.frameCache = &frameCaches.local();
+    slot.file = readEvidence(slot.buffer->getBuffer(), readOptions);
+  };
+  Merger merger(module, options, diag, stats);
+  auto merge = [&](Slot &slot) {
+    merger.merge(inputs.evidence[slot.index], std::move(slot.buffer),
+                 slot.file, slot.resolver ? *slot.resolver : direct);
+  };
+
+  size_t numFiles = inputs.evidence.size();
+  unsigned threads = getThreadCount();
+  if (threads == 1 || numFiles < 2) {
+    for (size_t index = 0; index != numFiles; ++index) {
+      Slot slot;
+      slot.index = index;
+      read(slot);
+      merge(slot);
+    }
+  } else {
+    // A pipeline: files are read in parallel and merged one at a time in
+    // path order while the next ones are read, so the serial merge overlaps
+    // reading instead of leaving threads idle at a barrier. The token limit
+    // bounds the files in memory to a few per thread.
+    size_t next = 0;
+    oneapi::tbb::task_arena arena(static_cast<int>(threads));
+    arena.execute([&] {
+      using oneapi::tbb::filter_mode;
+      using oneapi::tbb::make_filter;
+      oneapi::tbb::parallel_pipeline(
+          4 * size_t(threads),
+          make_filter<void, Slot *>(
+              filter_mode::serial_in_order,
+              [&](oneapi::tbb::flow_control &control) -> Slot * {
+                if (next == numFiles) {
+                  control.stop();
+                  return nullptr;
+                }
+                auto *slot = new Slot;
+                slot->index = next++;
+                return slot;
+              }) &
+              make_filter<Slot *, Slot *>(filter_mode::parallel,
+                                          [&](Slot *slot) {
+                                            read(*slot);
+                                            return slot;
+                                          }) &
+              make_filter<Slot *, void>(filter_mode::serial_in_order,
+                                        [&](Slot *slot) {
+                                          std::unique_ptr<Slot> owned(slot);
+                                          merge(*slot);
+                                        }));
+    });
   }
   merger.finish();
   if (statsOut)

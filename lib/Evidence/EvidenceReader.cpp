@@ -6,7 +6,13 @@
 // frame separator inside the common prefix, reusing the trie node, reduction
 // state and staleness reached there; only the new suffix is validated,
 // split and looked up. Distinct frame texts are decoded and resolved once per
-// file and cached by their raw bytes.
+// thread (a FrameCache, shared by the files one thread reads) and cached by
+// their raw bytes; a file only numbers the frames it uses, in the order it
+// first uses them, so its tables do not depend on what else the thread read.
+//
+// The bytes a line shares with the previous line cannot hold a newline, so
+// the search for the line's end starts after them: each byte of the common
+// prefix is read once (by a 16-byte compare), not twice.
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/EvidenceReader.h"
@@ -16,10 +22,21 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/ADT/bit.h"
+#include "llvm/Support/Allocator.h"
 #include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/StringSaver.h"
 #include "llvm/Support/SwapByteOrder.h"
+#include "llvm/Support/xxhash.h"
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define FASTCI_EVIDENCE_AVX2 1
+#endif
 
 using namespace fastci;
 
@@ -36,16 +53,32 @@ static size_t findInvalidByte(llvm::StringRef text) {
   const auto *bytes = reinterpret_cast<const llvm::UTF8 *>(text.data());
   size_t size = text.size();
   size_t i = 0;
-  // Fast path: whole words of printable ASCII. A byte b is below 0x20 iff
-  // (b - 0x20) borrows into its top bit while b's own top bit is clear.
-  constexpr uint64_t kOnes = 0x0101010101010101, kHighs = 0x8080808080808080;
-  for (; i + sizeof(uint64_t) <= size; i += sizeof(uint64_t)) {
-    uint64_t word;
-    std::memcpy(&word, bytes + i, sizeof(word));
-    if ((word & kHighs) || ((word - 0x20 * kOnes) & ~word & kHighs))
-      break;
-  }
-  while (i < size) {
+  for (;;) {
+    // Fast path: blocks of printable ASCII, which is nearly all evidence.
+#if defined(__SSE2__)
+    // As signed bytes, both control characters and bytes with the top bit
+    // set are below 0x20.
+    const __m128i space = _mm_set1_epi8(0x20);
+    for (; i + 16 <= size; i += 16) {
+      __m128i block =
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes + i));
+      if (_mm_movemask_epi8(_mm_cmplt_epi8(block, space)))
+        break;
+    }
+#endif
+    // A byte b is below 0x20 iff (b - 0x20) borrows into its top bit while
+    // b's own top bit is clear.
+    constexpr uint64_t kOnes = 0x0101010101010101, kHighs = 0x8080808080808080;
+    for (; i + sizeof(uint64_t) <= size; i += sizeof(uint64_t)) {
+      uint64_t word;
+      std::memcpy(&word, bytes + i, sizeof(word));
+      if ((word & kHighs) || ((word - 0x20 * kOnes) & ~word & kHighs))
+        break;
+    }
+    if (i == size)
+      return llvm::StringRef::npos;
+    // Slow path: one character (tab, other ASCII, a UTF-8 sequence), then
+    // back to blocks.
     llvm::UTF8 byte = bytes[i];
     if (byte < 0x80) {
       if (byte < 0x20 && byte != '\t')
@@ -59,15 +92,87 @@ static size_t findInvalidByte(llvm::StringRef text) {
       return i;
     i += length;
   }
-  return llvm::StringRef::npos;
 }
 
-/// The length of the longest common prefix of \p lhs and \p rhs. Lines are
-/// hundreds of bytes and share most of them, so this compares a word at a
-/// time; it is the reader's innermost loop.
-static size_t commonPrefixLength(llvm::StringRef lhs, llvm::StringRef rhs) {
+/// Finds the end of the line that continues at \p from in \p text: returns
+/// the offset of the next newline (npos if none) and sets \p invalid to the
+/// offset of the first byte before it that findInvalidByte would reject, or
+/// npos; a carriage return just before the newline is accepted. \p from must
+/// be a character boundary. One pass finds both: a 16-byte block with no byte
+/// below 0x20 (as a signed byte) holds neither a newline nor anything to
+/// check.
+static size_t scanLine(llvm::StringRef text, size_t from, size_t &invalid) {
+  const auto *bytes = reinterpret_cast<const llvm::UTF8 *>(text.data());
+  size_t size = text.size();
+  size_t i = from;
+  invalid = llvm::StringRef::npos;
+  for (;;) {
+#if defined(__SSE2__)
+    const __m128i space = _mm_set1_epi8(0x20);
+    for (; i + 16 <= size; i += 16) {
+      __m128i block =
+          _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes + i));
+      if (unsigned special =
+              unsigned(_mm_movemask_epi8(_mm_cmplt_epi8(block, space)))) {
+        i += llvm::countr_zero(special);
+        break;
+      }
+    }
+#endif
+    while (i < size && bytes[i] >= 0x20 && bytes[i] < 0x80)
+      ++i;
+    if (i == size)
+      return llvm::StringRef::npos;
+    llvm::UTF8 byte = bytes[i];
+    if (byte == '\n')
+      return i;
+    if (byte < 0x80) {
+      if (byte != '\t' && !(byte == '\r' && i + 1 < size && bytes[i + 1] == '\n'))
+        break;
+      ++i;
+      continue;
+    }
+    unsigned length = llvm::getNumBytesForUTF8(byte);
+    if (length > size - i ||
+        !llvm::isLegalUTF8Sequence(bytes + i, bytes + i + length))
+      break;
+    i += length;
+  }
+  // Only the newline is left to find.
+  invalid = i;
+  return text.find('\n', i);
+}
+
+/// The length of the longest common prefix of \p lhs and \p rhs, with the
+/// instructions every x86-64 (or other) machine has. Lines are hundreds of
+/// bytes and share most of them, so this compares blocks at a time; it is
+/// the reader's innermost loop.
+static size_t commonPrefixLengthBaseline(llvm::StringRef lhs,
+                                         llvm::StringRef rhs) {
   size_t limit = std::min(lhs.size(), rhs.size());
   size_t i = 0;
+#if defined(__SSE2__)
+  auto equalBytes = [&](size_t at) {
+    __m128i a =
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(lhs.data() + at));
+    __m128i b =
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(rhs.data() + at));
+    return _mm_cmpeq_epi8(a, b);
+  };
+  // 64 bytes per test while the lines agree, then 16 to find where not.
+  for (; i + 64 <= limit; i += 64) {
+    __m128i all = _mm_and_si128(
+        _mm_and_si128(equalBytes(i), equalBytes(i + 16)),
+        _mm_and_si128(equalBytes(i + 32), equalBytes(i + 48)));
+    if (_mm_movemask_epi8(all) != 0xffff)
+      break;
+  }
+  for (; i + 16 <= limit; i += 16) {
+    unsigned equal = unsigned(_mm_movemask_epi8(equalBytes(i)));
+    if (equal != 0xffff)
+      return i + llvm::countr_one(equal);
+  }
+#endif
   if constexpr (llvm::sys::IsLittleEndianHost) {
     for (; i + sizeof(uint64_t) <= limit; i += sizeof(uint64_t)) {
       uint64_t a, b;
@@ -80,6 +185,43 @@ static size_t commonPrefixLength(llvm::StringRef lhs, llvm::StringRef rhs) {
   while (i < limit && lhs[i] == rhs[i])
     ++i;
   return i;
+}
+
+#ifdef FASTCI_EVIDENCE_AVX2
+/// A bit per byte of the 32 at \p lhs and \p rhs, set where they are equal.
+__attribute__((target("avx2"))) static inline unsigned
+equalMask32(const char *lhs, const char *rhs) {
+  __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(lhs));
+  __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rhs));
+  return unsigned(_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, b)));
+}
+
+/// commonPrefixLengthBaseline with 32-byte compares, for machines with AVX2.
+__attribute__((target("avx2"))) static size_t
+commonPrefixLengthAVX2(llvm::StringRef lhs, llvm::StringRef rhs) {
+  size_t limit = std::min(lhs.size(), rhs.size());
+  const char *a = lhs.data(), *b = rhs.data();
+  size_t i = 0;
+  for (; i + 64 <= limit; i += 64)
+    if ((equalMask32(a + i, b + i) & equalMask32(a + i + 32, b + i + 32)) !=
+        ~0u)
+      break;
+  for (; i + 32 <= limit; i += 32)
+    if (unsigned equal = equalMask32(a + i, b + i); equal != ~0u)
+      return i + llvm::countr_one(equal);
+  return i + commonPrefixLengthBaseline(lhs.drop_front(i), rhs.drop_front(i));
+}
+#endif
+
+/// The length of the longest common prefix of \p lhs and \p rhs: AVX2 when
+/// the machine has it (checked once), else the baseline.
+static size_t commonPrefixLength(llvm::StringRef lhs, llvm::StringRef rhs) {
+#ifdef FASTCI_EVIDENCE_AVX2
+  static const bool hasAVX2 = __builtin_cpu_supports("avx2");
+  if (hasAVX2)
+    return commonPrefixLengthAVX2(lhs, rhs);
+#endif
+  return commonPrefixLengthBaseline(lhs, rhs);
 }
 
 /// Decodes `%XX` escapes of \p text into \p out. On a malformed escape,
@@ -113,12 +255,30 @@ static bool percentDecode(llvm::StringRef text, std::string &out,
   return true;
 }
 
+/// Parses a non-empty run of decimal digits of value at most \p max (any
+/// number of leading zeros). Every line has a count and most frames a new
+/// line number, so this is a plain loop rather than getAsInteger's general
+/// one.
+static bool parseDecimal(llvm::StringRef text, uint64_t max, uint64_t &out) {
+  if (text.empty())
+    return false;
+  uint64_t value = 0;
+  for (char c : text) {
+    unsigned digit = static_cast<unsigned char>(c) - unsigned('0');
+    if (digit > 9 || __builtin_mul_overflow(value, uint64_t(10), &value) ||
+        __builtin_add_overflow(value, uint64_t(digit), &value))
+      return false;
+  }
+  if (value > max)
+    return false;
+  out = value;
+  return true;
+}
+
 /// Parses a decimal line number (digits only, at most 2^32-1).
 static bool parseLineNumber(llvm::StringRef text, uint32_t &line) {
-  if (text.empty() || !llvm::all_of(text, llvm::isDigit))
-    return false;
   uint64_t value;
-  if (text.getAsInteger(10, value) || value > UINT32_MAX)
+  if (!parseDecimal(text, UINT32_MAX, value))
     return false;
   line = uint32_t(value);
   return true;
@@ -126,34 +286,154 @@ static bool parseLineNumber(llvm::StringRef text, uint32_t &line) {
 
 namespace {
 
+/// What a frame text is.
+enum class FrameKind : uint8_t {
+  /// A repository entity, a library leaf or vanished code.
+  Resolved,
+  /// A py-spy pseudo-frame (`process ...`, `thread (...)`): skipped.
+  Pseudo,
+  /// Malformed; the reader's \c malformed says why and where.
+  Malformed,
+};
+
 /// One frame of a source stack, split but not yet resolved.
 struct FrameText {
   std::string path, qualname;
   uint32_t line = 0;
 };
 
-/// A distinct raw frame text of the file and what it became.
+/// Hashes frame texts with xxh3, which is quicker than hash_value on the
+/// tens of bytes a frame has.
+struct FrameTextInfo : llvm::DenseMapInfo<llvm::StringRef> {
+  static unsigned getHashValue(llvm::StringRef text) {
+    return unsigned(llvm::xxh3_64bits(text));
+  }
+};
+
+/// A distinct frame text and what it resolved to, whichever file it came
+/// from.
+struct SharedFrame {
+  /// Resolved or Pseudo; malformed frames are not shared.
+  FrameKind kind = FrameKind::Resolved;
+  ResolvedFrame resolved;
+  /// For a py-spy `process <pid>:` pseudo-frame with a readable pid.
+  bool hasPid = false;
+  int64_t pid = 0;
+  /// The FrameTarget of an entity or leaf.
+  uint32_t target = 0;
+  /// The last file that used this frame (a FrameCache stamp) and the frame's
+  /// index in that file's table, so a file finds its own entry with the same
+  /// lookup.
+  uint32_t stamp = 0, local = 0;
+};
+
+/// A distinct entity or library leaf that frames resolve to: texts that
+/// differ only in the line often land in one entity, and a file numbers each
+/// once (EvidenceFile::frames).
+struct FrameTarget {
+  /// The last file that used it and its index in that file's frames.
+  uint32_t stamp = 0, token = 0;
+};
+
+/// The frames resolved with one resolver, pair of roots and format: what a
+/// text resolves to depends on nothing else.
+struct FrameContext {
+  const FrameResolver *resolver = nullptr;
+  std::string root, defaultRoot;
+  EvidenceFormat format = EvidenceFormat::FastCI;
+  /// Owns the texts the index points to (files are freed after reading).
+  llvm::BumpPtrAllocator allocator;
+  llvm::StringSaver texts{allocator};
+  llvm::DenseMap<llvm::StringRef, uint32_t, FrameTextInfo> index;
+  std::vector<SharedFrame> frames;
+  std::vector<FrameTarget> targets;
+  llvm::DenseMap<EntityId, uint32_t> entityTargets;
+  llvm::StringMap<uint32_t> leafTargets;
+};
+
+/// A frame as one file uses it.
 struct CachedFrame {
-  enum class Kind : uint8_t {
-    /// A repository entity, a library leaf or vanished code.
-    Resolved,
-    /// A py-spy pseudo-frame (`process ...`, `thread (...)`): skipped.
-    Pseudo,
-    /// Malformed; \c error and \c errorColumn say why and where.
-    Malformed,
-  };
-  Kind kind = Kind::Resolved;
+  FrameKind kind = FrameKind::Resolved;
   ResolvedFrame::Kind resolvedKind = ResolvedFrame::Kind::Library;
   /// Index into EvidenceFile::frames, for entities and leaves.
   uint32_t token = 0;
   bool stale = false;
   /// True once the stale symbol was recorded (on the first good line).
   bool staleRecorded = false;
-  /// The stale symbol, for stale frames.
-  std::string staleSymbol;
-  std::string error;
-  size_t errorColumn = 0;
+  /// The SharedFrame, for the stale symbol.
+  uint32_t shared = 0;
 };
+
+/// Hashes a trie edge, (parent << 32 | frame). DenseMapInfo<uint64_t>
+/// multiplies by 37 and keeps the low 32 bits, which drops the parent
+/// entirely: every child of one frame would collide.
+struct NodeKeyInfo : llvm::DenseMapInfo<uint64_t> {
+  static unsigned getHashValue(uint64_t key) {
+    return unsigned((key * 0x9e3779b97f4a7c15ull) >> 32);
+  }
+};
+
+} // namespace
+
+struct FrameCache::Impl {
+  /// Contexts, most recently added last. Files of one directory nearly
+  /// always share one; a bound keeps odd inputs (a root per file) small.
+  std::vector<std::unique_ptr<FrameContext>> contexts;
+  /// Incremented per file read with the cache.
+  uint32_t stamp = 0;
+  /// The tables of the file being read, kept between files so that their
+  /// memory is reused rather than grown again for every file.
+  std::vector<CachedFrame> fileFrames;
+  llvm::DenseMap<uint64_t, uint32_t, NodeKeyInfo> children;
+
+  /// The context for files read with these settings.
+  FrameContext &getContext(const FrameResolver *resolver, llvm::StringRef root,
+                           llvm::StringRef defaultRoot, EvidenceFormat format) {
+    for (std::unique_ptr<FrameContext> &context : contexts)
+      if (context->resolver == resolver && context->format == format &&
+          context->root == root && context->defaultRoot == defaultRoot)
+        return *context;
+    constexpr size_t kMaxContexts = 8;
+    if (contexts.size() == kMaxContexts)
+      contexts.erase(contexts.begin());
+    auto context = std::make_unique<FrameContext>();
+    context->resolver = resolver;
+    context->root = root.str();
+    context->defaultRoot = defaultRoot.str();
+    context->format = format;
+    contexts.push_back(std::move(context));
+    return *contexts.back();
+  }
+
+  /// A stamp no frame carries yet, for the next file.
+  uint32_t nextStamp() {
+    if (++stamp == 0) {
+      // Wrapped after 2^32 files: forget the old stamps.
+      for (std::unique_ptr<FrameContext> &context : contexts) {
+        for (SharedFrame &frame : context->frames)
+          frame.stamp = 0;
+        for (FrameTarget &target : context->targets)
+          target.stamp = 0;
+      }
+      stamp = 1;
+    }
+    return stamp;
+  }
+};
+
+FrameCache::FrameCache() : impl(std::make_unique<Impl>()) {}
+FrameCache::~FrameCache() = default;
+FrameCache::FrameCache(FrameCache &&) noexcept = default;
+FrameCache &FrameCache::operator=(FrameCache &&) noexcept = default;
+
+size_t FrameCache::size() const {
+  size_t size = 0;
+  for (const std::unique_ptr<FrameContext> &context : impl->contexts)
+    size += context->frames.size();
+  return size;
+}
+
+namespace {
 
 /// The state after a frame of the previous good line, from which the next
 /// line resumes when it shares the prefix up to this frame.
@@ -171,6 +451,9 @@ struct FrameState {
   uint32_t frame;
 };
 
+/// getFrame's answer for a malformed frame (see Reader::malformed).
+constexpr uint32_t kMalformedFrame = ~0u;
+
 /// Reads one file into an EvidenceFile.
 class Reader {
 public:
@@ -186,18 +469,22 @@ private:
   bool readHeader(size_t &pos, unsigned &lineNo);
   /// Applies one `# key: value` header line.
   void readHeaderLine(llvm::StringRef line, size_t offset, unsigned lineNo);
-  /// Reads one `frames count` line.
-  void readStackLine(llvm::StringRef line, size_t offset, unsigned lineNo);
-  /// The CachedFrame index for raw frame text \p text.
+  /// Reads one `frames count` line, whose first \p shared bytes (at least)
+  /// are those of the previous good line's stack, and whose first byte that
+  /// is not text is at \p invalid (npos if none).
+  void readStackLine(llvm::StringRef line, size_t offset, unsigned lineNo,
+                     size_t shared, size_t invalid);
+  /// The CachedFrame index for raw frame text \p text, or kMalformedFrame.
   uint32_t getFrame(llvm::StringRef text);
+  /// Makes the shared frame \p index one of this file's.
+  uint32_t addFileFrame(uint32_t index);
   /// Splits a frame in FastCI's syntax, or says why it cannot.
-  void splitFastCIFrame(llvm::StringRef text, FrameText &frame,
-                        CachedFrame &cached);
+  FrameKind splitFastCIFrame(llvm::StringRef text, FrameText &frame);
   /// Splits a frame in py-spy's syntax, or says why it cannot.
-  void splitPySpyFrame(llvm::StringRef text, FrameText &frame,
-                       CachedFrame &cached);
-  /// Resolves \p frame and records it in the file's frame table.
-  void resolve(FrameText &frame, CachedFrame &cached);
+  FrameKind splitPySpyFrame(llvm::StringRef text, FrameText &frame,
+                            SharedFrame &shared);
+  /// Resolves \p frame into \p shared.
+  void resolve(FrameText &frame, SharedFrame &shared);
   /// The trie node \p parent extended by frame \p token.
   uint32_t getChild(uint32_t parent, uint32_t token);
   /// Records a problem at \p column (0-based) of the line at \p lineOffset.
@@ -215,11 +502,18 @@ private:
   const FrameResolver *resolver = nullptr;
   unsigned numProblems = 0;
 
-  std::vector<CachedFrame> cache;
-  llvm::DenseMap<llvm::StringRef, uint32_t> cacheIndex;
-  llvm::DenseMap<EntityId, uint32_t> entityTokens;
-  llvm::StringMap<uint32_t> leafTokens;
-  llvm::DenseMap<uint64_t, uint32_t> children;
+  /// The cache of the options, or one for this file alone.
+  std::optional<FrameCache> ownCache;
+  FrameContext *context = nullptr;
+  uint32_t stamp = 0;
+  /// This file's frames, in the order it first uses them.
+  std::vector<CachedFrame> *cache = nullptr;
+  /// Why the frame getFrame last called malformed is, and where (0-based
+  /// column in the frame).
+  std::string malformed;
+  size_t malformedColumn = 0;
+  /// This file's trie edges, (parent << 32 | frame) to node.
+  llvm::DenseMap<uint64_t, uint32_t, NodeKeyInfo> *children = nullptr;
 
   llvm::StringRef previousBody;
   llvm::SmallVector<FrameState, 64> states;
@@ -258,9 +552,30 @@ void Reader::read() {
     file.header.testId = options.pyspyTestId.str();
   }
   resolver = &options.getResolver(file.header.revision);
+  FrameCache *frameCache = options.frameCache;
+  if (!frameCache)
+    frameCache = &ownCache.emplace();
+  FrameCache::Impl &cacheImpl = frameCache->getImpl();
+  context = &cacheImpl.getContext(resolver, file.header.root,
+                                  options.defaultRoot, file.format);
+  stamp = cacheImpl.nextStamp();
+  cache = &cacheImpl.fileFrames;
+  cache->clear();
+  children = &cacheImpl.children;
+  children->clear();
 
   for (; pos < buffer.size(); ++lineNo) {
-    size_t newline = buffer.find('\n', pos);
+    // The shared bytes equal those of the previous stack, which holds no
+    // newline.
+    size_t shared = commonPrefixLength(buffer.drop_front(pos), previousBody);
+    // They are also valid text (previousBody was checked), so checking starts
+    // at the first difference, backed up to a character boundary: just after
+    // an ASCII byte, or the start of the line.
+    size_t check = pos + shared;
+    while (check > pos && static_cast<unsigned char>(buffer[check - 1]) >= 0x80)
+      --check;
+    size_t invalid;
+    size_t newline = scanLine(buffer, check, invalid);
     if (newline == llvm::StringRef::npos) {
       // Writers end every line; a missing newline means the file was cut
       // short, and a cut count would be a silently wrong answer.
@@ -283,7 +598,8 @@ void Reader::read() {
       continue;
     }
     ++file.lines;
-    readStackLine(line, offset, lineNo);
+    readStackLine(line, offset, lineNo, shared,
+                  invalid < newline ? invalid - offset : llvm::StringRef::npos);
   }
 
   if (numProblems > options.maxProblems)
@@ -398,14 +714,14 @@ void Reader::readHeaderLine(llvm::StringRef line, size_t offset,
 }
 
 void Reader::readStackLine(llvm::StringRef line, size_t offset,
-                           unsigned lineNo) {
+                           unsigned lineNo, size_t shared, size_t invalid) {
   size_t space = line.rfind(' ');
   llvm::StringRef body =
       space == llvm::StringRef::npos ? line : line.take_front(space);
 
   // Resume after the last frame separator the line shares with the previous
   // one: states[i].end < shared means that separator is in the shared part.
-  size_t shared = commonPrefixLength(body, previousBody);
+  shared = std::min(shared, body.size());
   size_t resumed = std::partition_point(states.begin(), states.end(),
                                         [&](const FrameState &state) {
                                           return state.end < shared;
@@ -419,12 +735,10 @@ void Reader::readStackLine(llvm::StringRef line, size_t offset,
     problem(offset, lineNo, column, message);
     resetPrefix();
   };
-  if (size_t bad = findInvalidByte(line.drop_front(from));
-      bad != llvm::StringRef::npos) {
-    return fail(from + bad, line[from + bad] & 0x80
-                                ? "invalid UTF-8; line ignored"
-                                : "control character in stack line; ignored");
-  }
+  if (invalid != llvm::StringRef::npos)
+    return fail(invalid, line[invalid] & 0x80
+                             ? "invalid UTF-8; line ignored"
+                             : "control character in stack line; ignored");
   if (line.empty())
     return fail(0, "empty line; ignored");
   if (space == llvm::StringRef::npos)
@@ -432,8 +746,7 @@ void Reader::readStackLine(llvm::StringRef line, size_t offset,
                              "line ignored");
   llvm::StringRef countText = line.drop_front(space + 1);
   uint64_t count = 0;
-  if (countText.empty() || !llvm::all_of(countText, llvm::isDigit) ||
-      countText.getAsInteger(10, count))
+  if (!parseDecimal(countText, UINT64_MAX, count))
     return fail(space + 1, "sample count '" + countText +
                                "' is not a non-negative integer; line ignored");
   if (body.empty())
@@ -445,10 +758,10 @@ void Reader::readStackLine(llvm::StringRef line, size_t offset,
   for (size_t pos = from;;) {
     size_t end = std::min(body.find(';', pos), body.size());
     uint32_t index = getFrame(body.slice(pos, end));
-    const CachedFrame &frame = cache[index];
-    if (frame.kind == CachedFrame::Kind::Malformed)
-      return fail(pos + frame.errorColumn, frame.error + "; line ignored");
-    if (frame.kind == CachedFrame::Kind::Resolved) {
+    if (index == kMalformedFrame)
+      return fail(pos + malformedColumn, malformed + "; line ignored");
+    const CachedFrame &frame = (*cache)[index];
+    if (frame.kind == FrameKind::Resolved) {
       stale |= frame.stale;
       switch (frame.resolvedKind) {
       case ResolvedFrame::Kind::Entity:
@@ -474,10 +787,10 @@ void Reader::readStackLine(llvm::StringRef line, size_t offset,
 
   previousBody = body;
   for (size_t i = resumed, e = states.size(); i != e; ++i) {
-    CachedFrame &frame = cache[states[i].frame];
+    CachedFrame &frame = (*cache)[states[i].frame];
     if (frame.stale && !frame.staleRecorded) {
       frame.staleRecorded = true;
-      file.staleSymbols.push_back(frame.staleSymbol);
+      file.staleSymbols.push_back(context->frames[frame.shared].resolved.name);
     }
   }
   file.samples += count;
@@ -491,7 +804,7 @@ void Reader::readStackLine(llvm::StringRef line, size_t offset,
 
 uint32_t Reader::getChild(uint32_t parent, uint32_t token) {
   uint64_t key = uint64_t(parent) << 32 | token;
-  auto [it, inserted] = children.try_emplace(key, file.nodes.size());
+  auto [it, inserted] = children->try_emplace(key, file.nodes.size());
   if (inserted) {
     file.nodes.push_back({parent, token});
     file.counts.push_back(0);
@@ -500,30 +813,80 @@ uint32_t Reader::getChild(uint32_t parent, uint32_t token) {
 }
 
 uint32_t Reader::getFrame(llvm::StringRef text) {
-  auto [it, inserted] = cacheIndex.try_emplace(text, cache.size());
-  if (!inserted)
-    return it->second;
-  CachedFrame &cached = cache.emplace_back();
-  FrameText frame;
-  if (text.empty()) {
-    cached.kind = CachedFrame::Kind::Malformed;
-    cached.error = "empty frame";
-  } else if (file.format == EvidenceFormat::FastCI) {
-    splitFastCIFrame(text, frame, cached);
-  } else {
-    splitPySpyFrame(text, frame, cached);
+  auto it = context->index.find(text);
+  if (it != context->index.end()) {
+    const SharedFrame &shared = context->frames[it->second];
+    return shared.stamp == stamp ? shared.local : addFileFrame(it->second);
   }
-  if (cached.kind == CachedFrame::Kind::Resolved)
-    resolve(frame, cached);
-  return it->second;
+  // A new text: split, decode and resolve it once for every file of the
+  // cache. Malformed frames are reported and not kept, so junk cannot grow
+  // the cache.
+  FrameText frame;
+  SharedFrame shared;
+  if (text.empty()) {
+    malformed = "empty frame";
+    malformedColumn = 0;
+    shared.kind = FrameKind::Malformed;
+  } else if (file.format == EvidenceFormat::FastCI) {
+    shared.kind = splitFastCIFrame(text, frame);
+  } else {
+    shared.kind = splitPySpyFrame(text, frame, shared);
+  }
+  if (shared.kind == FrameKind::Malformed)
+    return kMalformedFrame;
+  if (shared.kind == FrameKind::Resolved) {
+    resolve(frame, shared);
+    uint32_t numTargets = context->targets.size();
+    if (shared.resolved.kind == ResolvedFrame::Kind::Entity)
+      shared.target =
+          context->entityTargets.try_emplace(shared.resolved.entity, numTargets)
+              .first->second;
+    else if (shared.resolved.kind == ResolvedFrame::Kind::Library)
+      shared.target =
+          context->leafTargets.try_emplace(shared.resolved.name, numTargets)
+              .first->second;
+    if (shared.resolved.kind != ResolvedFrame::Kind::Vanished &&
+        shared.target == numTargets)
+      context->targets.emplace_back();
+  }
+  uint32_t index = context->frames.size();
+  context->frames.push_back(std::move(shared));
+  context->index.try_emplace(context->texts.save(text), index);
+  return addFileFrame(index);
 }
 
-void Reader::splitFastCIFrame(llvm::StringRef text, FrameText &frame,
-                              CachedFrame &cached) {
-  auto malformed = [&](size_t column, const llvm::Twine &message) {
-    cached.kind = CachedFrame::Kind::Malformed;
-    cached.error = message.str();
-    cached.errorColumn = column;
+uint32_t Reader::addFileFrame(uint32_t index) {
+  SharedFrame &shared = context->frames[index];
+  shared.stamp = stamp;
+  shared.local = cache->size();
+  CachedFrame &cached = cache->emplace_back();
+  cached.kind = shared.kind;
+  cached.shared = index;
+  if (shared.kind == FrameKind::Pseudo) {
+    if (shared.hasPid)
+      pseudoPid = shared.pid;
+    return shared.local;
+  }
+  const ResolvedFrame &resolved = shared.resolved;
+  cached.resolvedKind = resolved.kind;
+  cached.stale = resolved.stale;
+  if (resolved.kind != ResolvedFrame::Kind::Vanished) {
+    FrameTarget &target = context->targets[shared.target];
+    if (target.stamp != stamp) {
+      target.stamp = stamp;
+      target.token = file.frames.size();
+      file.frames.push_back(resolved);
+    }
+    cached.token = target.token;
+  }
+  return shared.local;
+}
+
+FrameKind Reader::splitFastCIFrame(llvm::StringRef text, FrameText &frame) {
+  auto fail = [&](size_t column, const llvm::Twine &message) {
+    malformed = message.str();
+    malformedColumn = column;
+    return FrameKind::Malformed;
   };
   // Qualnames escape `:`, so the last two colons delimit the fields even
   // when the path contains colons.
@@ -532,42 +895,44 @@ void Reader::splitFastCIFrame(llvm::StringRef text, FrameText &frame,
                          ? llvm::StringRef::npos
                          : text.rfind(':', lineColon);
   if (nameColon == llvm::StringRef::npos)
-    return malformed(0, "frame '" + text + "' is not 'path:qualname:line'");
+    return fail(0, "frame '" + text + "' is not 'path:qualname:line'");
   llvm::StringRef path = text.take_front(nameColon);
   llvm::StringRef qualname = text.slice(nameColon + 1, lineColon);
   llvm::StringRef lineText = text.drop_front(lineColon + 1);
   if (path.empty())
-    return malformed(0, "frame has an empty path");
+    return fail(0, "frame has an empty path");
   if (qualname.empty())
-    return malformed(nameColon + 1, "frame has an empty qualified name");
+    return fail(nameColon + 1, "frame has an empty qualified name");
   if (!parseLineNumber(lineText, frame.line))
-    return malformed(lineColon + 1,
-                     "frame line '" + lineText + "' is not a line number");
+    return fail(lineColon + 1,
+                "frame line '" + lineText + "' is not a line number");
   size_t errorAt = 0;
   if (!percentDecode(path, frame.path, errorAt))
-    return malformed(errorAt, "malformed '%' escape in frame");
+    return fail(errorAt, "malformed '%' escape in frame");
   if (!percentDecode(qualname, frame.qualname, errorAt))
-    return malformed(nameColon + 1 + errorAt, "malformed '%' escape in frame");
+    return fail(nameColon + 1 + errorAt, "malformed '%' escape in frame");
+  return FrameKind::Resolved;
 }
 
-void Reader::splitPySpyFrame(llvm::StringRef text, FrameText &frame,
-                             CachedFrame &cached) {
+FrameKind Reader::splitPySpyFrame(llvm::StringRef text, FrameText &frame,
+                                  SharedFrame &shared) {
   // py-spy prefixes stacks with pseudo-frames when run with --subprocesses
   // or --threads; they name no code.
   if (text.starts_with("process ") || text.starts_with("thread (")) {
-    cached.kind = CachedFrame::Kind::Pseudo;
     llvm::StringRef pid =
         text.drop_front(strlen("process ")).take_while(llvm::isDigit);
     if (text.starts_with("process ") && !pid.empty())
-      pid.getAsInteger(10, pseudoPid);
-    return;
+      shared.hasPid = !pid.getAsInteger(10, shared.pid);
+    return FrameKind::Pseudo;
   }
+  auto fail = [&] {
+    malformed = ("frame '" + text + "' is not 'name (file:line)'").str();
+    malformedColumn = 0;
+    return FrameKind::Malformed;
+  };
   size_t open = text.rfind(" (");
-  if (open == llvm::StringRef::npos || !text.ends_with(")")) {
-    cached.kind = CachedFrame::Kind::Malformed;
-    cached.error = ("frame '" + text + "' is not 'name (file:line)'").str();
-    return;
-  }
+  if (open == llvm::StringRef::npos || !text.ends_with(")"))
+    return fail();
   frame.qualname = text.take_front(open).str();
   llvm::StringRef location = text.slice(open + 2, text.size() - 1);
   size_t colon = location.rfind(':');
@@ -577,13 +942,12 @@ void Reader::splitPySpyFrame(llvm::StringRef text, FrameText &frame,
   else
     frame.line = 0;
   frame.path = location.str();
-  if (frame.path.empty() || frame.qualname.empty()) {
-    cached.kind = CachedFrame::Kind::Malformed;
-    cached.error = ("frame '" + text + "' is not 'name (file:line)'").str();
-  }
+  if (frame.path.empty() || frame.qualname.empty())
+    return fail();
+  return FrameKind::Resolved;
 }
 
-void Reader::resolve(FrameText &frame, CachedFrame &cached) {
+void Reader::resolve(FrameText &frame, SharedFrame &shared) {
   llvm::StringRef path = frame.path;
   for (llvm::StringRef root :
        {llvm::StringRef(file.header.root), options.defaultRoot}) {
@@ -594,31 +958,7 @@ void Reader::resolve(FrameText &frame, CachedFrame &cached) {
       break;
     }
   }
-  ResolvedFrame resolved = resolver->resolve(path, frame.qualname, frame.line);
-  cached.resolvedKind = resolved.kind;
-  cached.stale = resolved.stale;
-  if (resolved.stale)
-    cached.staleSymbol = resolved.name;
-  switch (resolved.kind) {
-  case ResolvedFrame::Kind::Entity: {
-    auto [it, inserted] =
-        entityTokens.try_emplace(resolved.entity, file.frames.size());
-    if (inserted)
-      file.frames.push_back(std::move(resolved));
-    cached.token = it->second;
-    break;
-  }
-  case ResolvedFrame::Kind::Library: {
-    auto [it, inserted] =
-        leafTokens.try_emplace(resolved.name, file.frames.size());
-    if (inserted)
-      file.frames.push_back(std::move(resolved));
-    cached.token = it->second;
-    break;
-  }
-  case ResolvedFrame::Kind::Vanished:
-    break;
-  }
+  shared.resolved = resolver->resolve(path, frame.qualname, frame.line);
 }
 
 EvidenceFile fastci::readEvidence(llvm::StringRef buffer,

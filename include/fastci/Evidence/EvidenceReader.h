@@ -25,6 +25,7 @@
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,36 @@ struct EvidenceFile {
   std::vector<std::string> staleSymbols;
 };
 
+/// Resolved frames kept across the files one thread reads. Files share most
+/// of their frames (the ranks of a test, the nights of a directory, the
+/// library frames of every test), and splitting, decoding and resolving a
+/// frame costs far more than finding its text in a table, so a reader given
+/// a cache resolves each distinct frame text once per thread rather than once
+/// per file. What a frame resolves to depends only on its text, the resolver
+/// and the roots stripped from paths, so results do not depend on which
+/// thread read which file. Memory is proportional to the distinct frames
+/// seen; malformed frames are never kept.
+///
+/// A cache is not thread-safe: use one per thread (and per resolver's
+/// lifetime), never for two files at once.
+class FrameCache {
+public:
+  FrameCache();
+  ~FrameCache();
+  FrameCache(FrameCache &&) noexcept;
+  FrameCache &operator=(FrameCache &&) noexcept;
+
+  /// The distinct frame texts held.
+  size_t size() const;
+
+  /// The tables, private to the reader.
+  struct Impl;
+  Impl &getImpl() { return *impl; }
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
 /// What reading needs besides the bytes.
 struct EvidenceReadOptions {
   /// Returns the resolver for frames recorded at a revision (empty when the
@@ -118,6 +149,9 @@ struct EvidenceReadOptions {
   llvm::StringRef pyspyTestId;
   /// Problems reported per file before the rest are summarized in one.
   unsigned maxProblems = 20;
+  /// Frames resolved by earlier files of this thread; null to resolve every
+  /// frame of the file afresh.
+  FrameCache *frameCache = nullptr;
 };
 
 /// Reads \p buffer, the contents of one evidence file. The format is sniffed:

@@ -19,11 +19,37 @@ protected:
   EvidenceReaderTest()
       : module(buildTestModule()), index(*module), resolver(*module, index) {}
 
-  EvidenceFile read(llvm::StringRef text, llvm::StringRef pyspyTestId = "") {
+  EvidenceFile read(llvm::StringRef text, llvm::StringRef pyspyTestId = "",
+                    FrameCache *cache = nullptr) {
     EvidenceReadOptions options{
         [&](llvm::StringRef) -> const FrameResolver & { return resolver; },
         "/repo", pyspyTestId};
+    options.frameCache = cache;
     return readEvidence(text, options);
+  }
+
+  /// Everything reading produced, as text, to compare two reads.
+  std::string dump(const EvidenceFile &file) {
+    std::string out;
+    for (const EvidenceProblem &problem : file.problems)
+      out += std::to_string(problem.offset) + ":" +
+             std::to_string(problem.line) + ":" +
+             std::to_string(problem.column) + ": " + problem.message + "\n";
+    for (const ResolvedFrame &frame : file.frames)
+      out += "frame " + std::to_string(int(frame.kind)) + " " +
+             std::to_string(frame.entity) + " " + frame.name + "\n";
+    for (size_t i = 0; i < file.nodes.size(); ++i)
+      out += "node " + std::to_string(file.nodes[i].parent) + " " +
+             std::to_string(file.nodes[i].frame) + " " +
+             std::to_string(file.counts[i]) + "\n";
+    for (const std::string &symbol : file.staleSymbols)
+      out += "stale " + symbol + "\n";
+    out += "lines " + std::to_string(file.lines) + " " +
+           std::to_string(file.malformedLines) + " samples " +
+           std::to_string(file.samples) + " " +
+           std::to_string(file.externalSamples) + " pid " +
+           std::to_string(file.header.pid) + "\n";
+    return out;
   }
 
   /// The reduced stacks of \p file with counts, as `a;b;c=N` strings, in
@@ -222,6 +248,74 @@ TEST_F(EvidenceReaderTest, ReadsPySpyRaw) {
                 "leaf:torch.distributed.distributed_c10d.all_reduce=2",
                 // No line: the file's module.
                 "tests.test_a=1"}));
+}
+
+TEST_F(EvidenceReaderTest, FrameCacheIsSharedAcrossFilesWithoutChangingThem) {
+  std::string a =
+      kHeader.str() +
+      "tests/test_a.py:test_x:6;pkg/mod.py:outer:11;"
+      "/v/site-packages/torch/nn/functional.py:linear:7 5\n"
+      "tests/test_a.py:test_x:6;pkg/mod.py:outer:13 2\n"
+      "tests/test_a.py:test_x:6;pkg/mod.py:outer:bad 1\n";
+  // Another file using some of the same frames first, in another order.
+  std::string b = kHeader.str() +
+                  "tests/test_a.py:test_x:7;pkg/mod.py:outer:13 4\n"
+                  "tests/test_a.py:test_x:7;pkg/mod.py:C.m:43 1\n"
+                  "tests/test_a.py:test_x:7;pkg/mod.py:outer:11 3\n";
+  std::string c = "process 77:\"python\";test_x (/repo/tests/test_a.py:6) 1\n";
+  std::string freshA = dump(read(a)), freshB = dump(read(b)),
+              freshC = dump(read(c, "t"));
+
+  FrameCache cache;
+  EXPECT_EQ(dump(read(b, "", &cache)), freshB);
+  EXPECT_EQ(dump(read(a, "", &cache)), freshA);
+  EXPECT_EQ(dump(read(a, "", &cache)), freshA);
+  EXPECT_EQ(dump(read(b, "", &cache)), freshB);
+  // py-spy frames are another context; the pid still comes from the cache.
+  EXPECT_EQ(dump(read(c, "t", &cache)), freshC);
+  EXPECT_EQ(dump(read(c, "t", &cache)), freshC);
+  // Each distinct frame text once: 6 FastCI texts (the malformed one is not
+  // kept), 2 py-spy texts.
+  EXPECT_EQ(cache.size(), 8u);
+}
+
+TEST_F(EvidenceReaderTest, InvalidTextAfterASharedPrefixIsFound) {
+  // Each second line shares the first's bytes up to the middle of a
+  // multi-byte character, which the second line then breaks.
+  EvidenceFile file = read(kHeader.str() +
+                           "pkg/mod.py:outer:11;x/\xC3\xA9.py:f:1 1\n"
+                           "pkg/mod.py:outer:11;x/\xC3(.py:f:1 1\n"
+                           "pkg/mod.py:outer:11;y/\xE2\x82\xAC.py:f:1 1\n"
+                           "pkg/mod.py:outer:11;y/\xE2\x82x.py:f:1 1\n"
+                           "pkg/mod.py:outer:11;y/\xE2\x82\xAC.py:f:1 1\n"
+                           "pkg/mod.py:outer:11;y/\xE2\x82\xAC.py:f:1\x01 1\n");
+  EXPECT_EQ(messages(file),
+            (std::vector<std::string>{
+                "10:23: invalid UTF-8; line ignored",
+                "12:23: invalid UTF-8; line ignored",
+                "14:33: control character in stack line; ignored"}));
+  EXPECT_EQ(file.lines, 6u);
+  EXPECT_EQ(file.malformedLines, 3u);
+}
+
+TEST_F(EvidenceReaderTest, CountsAndLineNumbersAreCheckedForRange) {
+  std::string text = kHeader.str();
+  // CRLF line ends are accepted; a carriage return elsewhere is not.
+  text += "pkg/mod.py:outer:11 18446744073709551615\r\n";
+  text += "pkg/mod.py:outer:11 18446744073709551616\n";
+  text += "pkg/mod.py:outer:0000000011 007\n";
+  text += "pkg/mod.py:outer:4294967296 1\n";
+  text += "pkg/mod.py:outer:4294967295 1\n";
+  text += "pkg/mod.py:outer:11\r 1\n";
+  EvidenceFile file = read(text);
+  EXPECT_EQ(messages(file),
+            (std::vector<std::string>{
+                "10:21: sample count '18446744073709551616' is not a "
+                "non-negative integer; line ignored",
+                "12:18: frame line '4294967296' is not a line number; line "
+                "ignored",
+                "14:20: control character in stack line; ignored"}));
+  EXPECT_EQ(file.samples, 18446744073709551615ull + 7 + 1);
 }
 
 TEST_F(EvidenceReaderTest, ProblemsAreCappedPerFile) {

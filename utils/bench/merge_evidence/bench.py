@@ -9,7 +9,10 @@ internals below it; one file per test and rank, lines sorted), then times
     fastci-opt module.fir --pass-pipeline='merge-evidence{dir=...}' --timing
 
 as reported by `--timing` for the pass alone (wall and CPU seconds; on a
-shared machine the CPU figure is the steadier one). It also reruns with the
+shared machine the CPU figure is the steadier one), and the process's peak
+RSS. The module is written in binary form (`--emit=bc`) to /dev/null: the
+textual printer builds its whole output in memory first (80 MiB for the
+default sizes), which would hide the pass's own memory. It also reruns with the
 evidence directory holding every file N times over (N nights of the same stacks): lines grow N
 times, memory must not, since it is proportional to distinct stacks. The
 named peer is the sampler's own Python reader (fastci_trace.evidence), which
@@ -162,6 +165,7 @@ def main():
     parser.add_argument("--keep", help="generate into this directory and keep it")
     args = parser.parse_args()
 
+    load_before = os.getloadavg()[0]
     work = args.keep or tempfile.mkdtemp(prefix="merge-evidence-bench-")
     os.makedirs(work, exist_ok=True)
     module = os.path.join(work, "module.fir")
@@ -178,7 +182,8 @@ def main():
     for n in range(args.nights):
         shutil.copytree(evdir, os.path.join(nights, "night%d" % n))
 
-    opt = [args.fastci_opt, module, "-o", "/dev/null", "--threads=%d" % args.threads]
+    opt = [args.fastci_opt, module, "-o", "/dev/null", "--emit=bc",
+           "--threads=%d" % args.threads]
     _, _, base_rss = best_of(1, opt)
     one = best_of(args.repeat, opt + ["--pass-pipeline=merge-evidence{dir=%s}" % evdir])
     many = best_of(args.repeat, opt + ["--pass-pipeline=merge-evidence{dir=%s}" % nights])
@@ -189,15 +194,19 @@ def main():
             evidence.read_evidence(os.path.join(d, f))
     peer = time.perf_counter() - start
 
-    print("evidence: %d files, %d stack lines, %.1f MiB, %d threads, load %.1f"
+    print("evidence: %d files, %d stack lines, %.1f MiB, %d threads, "
+          "load average %.1f before, %.1f after"
           % (args.tests * args.ranks, lines, size / 2**20, args.threads,
-             os.getloadavg()[0]))
+             load_before, os.getloadavg()[0]))
     print("module only: peak RSS %.1f MiB" % base_rss)
     for label, n, (wall, cpu, rss) in (("1 night", 1, one),
                                        ("%d nights" % args.nights, args.nights, many)):
         print("merge-evidence, %s: %.3f s wall, %.3f s CPU, peak RSS %.1f MiB, "
               "%.2fM lines/s wall, %.2fM lines per CPU-second"
               % (label, wall, cpu, rss, lines * n / wall / 1e6, lines * n / cpu / 1e6))
+    print("peak RSS above the module alone: %.1f MiB for 1 night, %.1f MiB "
+          "for %d nights (%d times the lines, the same distinct stacks)"
+          % (one[2] - base_rss, many[2] - base_rss, args.nights, args.nights))
     peer_rate = lines / peer
     print("peer (fastci_trace.evidence.read_evidence, parse only, 1 thread): "
           "%.3f s, %.2fM lines/s" % (peer, peer_rate / 1e6))
