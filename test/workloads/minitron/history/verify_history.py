@@ -134,6 +134,10 @@ def main(argv=None):
                     kept = set(entry.get("caught_by", [])) - expected_for(
                         {"caught_by": entry.get("caught_by", [])}, opts.suite, opts.e2e)
                     entry["caught_by"] = sorted(kept | failures)
+                    entry["verified"] = (
+                        "caught_by recorded by history/verify_history.py --write "
+                        f"({'full unit + e2e' if opts.suite == 'all' else opts.suite} "
+                        "suite run with this MR applied)")
                 ok = opts.write or failures == expected
                 mismatches += 0 if ok else 1
                 report.append({"id": entry["id"], "failures": sorted(failures),
