@@ -98,7 +98,8 @@ class LoweringSearch {
 public:
   LoweringSearch(const Test &test, llvm::ArrayRef<std::string> scope,
                  const Dialect &dialect, const LoweringOptions &options)
-      : test(test), scope(scope), dialect(dialect), options(options) {}
+      : test(test), scope(scope), dialect(dialect), options(options),
+        useFloors(options.floors) {}
 
   LoweringResult run();
 
@@ -111,10 +112,14 @@ private:
   std::string pinReason(const Dimension &dim) const;
   bool constraintApplies(const Constraint &c,
                          const std::vector<Value> &values) const;
-  bool holds(const Constraint &c, const std::vector<Value> &values) const;
+  bool holds(const Constraint &c, const std::vector<Value> &values,
+             bool isFloor = false) const;
   bool decided(const Constraint &c, size_t variable) const;
   bool search(size_t variable);
   double predictSeconds() const;
+  void explainFloors(LoweringResult &result) const;
+  void keepFollowers(LoweringResult &result) const;
+  void updateFollowers(std::vector<Value> &values) const;
 
   size_t indexOf(llvm::StringRef name) const {
     for (size_t i = 0; i < dialect.dimensions.size(); ++i)
@@ -135,10 +140,19 @@ private:
   std::vector<Value> original, current;
   /// Per dimension: the search may change it.
   std::vector<bool> variable;
+  /// Per dimension: absent, unpinned, and following another dimension.
+  std::vector<bool> tracksFollowed;
   /// Per dimension: the position in the variable order, or SIZE_MAX.
   std::vector<size_t> order;
   std::vector<size_t> variables;
   unsigned checks = 0;
+  /// False for the floor-free search that tells which floors limited
+  /// lowering (and when the options turn floors off).
+  bool useFloors;
+
+public:
+  /// Makes run() search without the dialect's floors.
+  void disableFloors() { useFloors = false; }
 };
 } // namespace
 
@@ -167,6 +181,14 @@ void LoweringSearch::readOriginalValues() {
       original[i] = attr->getBool() ? 1 : 0;
     else if (attr->isString() || attr->isFloat())
       original[i] = 1;
+  }
+  // A dimension the workload leaves to the framework takes the value of the
+  // one it follows (read above, so chains of one step resolve).
+  for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
+    const Dimension &dim = dialect.dimensions[i];
+    if (!dim.follows.empty() && !dim.flag.empty() &&
+        !test.workload.contains(dim.flag))
+      original[i] = valueOf(original, dim.follows);
   }
   deriveValues(original);
 }
@@ -225,7 +247,8 @@ bool LoweringSearch::constraintApplies(const Constraint &c,
 }
 
 bool LoweringSearch::holds(const Constraint &c,
-                           const std::vector<Value> &values) const {
+                           const std::vector<Value> &values,
+                           bool isFloor) const {
   if (!constraintApplies(c, values))
     return true;
   switch (c.kind) {
@@ -241,11 +264,24 @@ bool LoweringSearch::holds(const Constraint &c,
   case Constraint::Kind::Less:
   case Constraint::Kind::AtLeast: {
     Value value = valueOf(values, c.value);
-    Value other = valueOf(values, c.operands[0]);
-    if (!value || !other)
+    if (!value)
       return true;
-    return c.kind == Constraint::Kind::Less ? *value < *other
-                                            : *value >= *other;
+    __int128 bound = c.constant.value_or(1);
+    if (!c.constant) {
+      bound = c.factor;
+      for (const std::string &name : c.operands) {
+        Value other = valueOf(values, name);
+        if (!other)
+          return true;
+        bound *= *other;
+      }
+    }
+    bound += c.offset;
+    // A floor keeps what the full-size run has; it never asks for more.
+    if (isFloor)
+      if (Value originalValue = valueOf(original, c.value))
+        bound = std::min<__int128>(bound, *originalValue);
+    return c.kind == Constraint::Kind::Less ? *value < bound : *value >= bound;
   }
   case Constraint::Kind::Preserve: {
     // num/den == num0/den0, cross-multiplied to stay exact; skipped unless
@@ -296,6 +332,7 @@ bool LoweringSearch::search(size_t position) {
   for (int64_t candidate = std::min<int64_t>(std::max<int64_t>(dim.min, 1), upper);
        candidate <= upper; ++candidate) {
     current[dimIndex] = candidate;
+    updateFollowers(current);
     deriveValues(current);
     bool ok = true;
     for (const Constraint &c : dialect.constraints) {
@@ -308,14 +345,29 @@ bool LoweringSearch::search(size_t position) {
         break;
       }
     }
+    for (size_t f = 0; ok && useFloors && f < dialect.floors.size(); ++f) {
+      const Constraint &c = dialect.floors[f];
+      if (!decided(c, position))
+        continue;
+      if (++checks > options.searchBudget)
+        return false;
+      ok = holds(c, current, /*isFloor=*/true);
+    }
     if (ok && search(position + 1))
       return true;
     if (checks > options.searchBudget)
       return false;
   }
   current[dimIndex] = original[dimIndex];
+  updateFollowers(current);
   deriveValues(current);
   return false;
+}
+
+void LoweringSearch::updateFollowers(std::vector<Value> &values) const {
+  for (size_t i = 0; i < dialect.dimensions.size(); ++i)
+    if (tracksFollowed[i])
+      values[i] = valueOf(values, dialect.dimensions[i].follows);
 }
 
 double LoweringSearch::predictSeconds() const {
@@ -361,6 +413,15 @@ LoweringResult LoweringSearch::run() {
     order[i] = variables.size();
     variables.push_back(i);
   }
+  // A dimension the workload leaves to the framework follows its source
+  // during the search unless it is pinned (then keepFollowers sets it).
+  tracksFollowed.assign(dialect.dimensions.size(), false);
+  for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
+    const Dimension &dim = dialect.dimensions[i];
+    tracksFollowed[i] = !dim.follows.empty() && !dim.flag.empty() &&
+                        !test.workload.contains(dim.flag) &&
+                        pinReason(dim).empty();
+  }
   if (variables.empty()) {
     result.reason = "every workload dimension is validated, parallel, "
                     "precision or pinned";
@@ -376,12 +437,16 @@ LoweringResult LoweringSearch::run() {
     return result;
   }
 
+  if (useFloors && !dialect.floors.empty())
+    explainFloors(result);
+
   bool hasGolden = test.attrs.contains("golden");
   for (size_t i : variables) {
     const Dimension &dim = dialect.dimensions[i];
     if (current[i] == original[i]) {
-      result.pinned.set(dim.flag,
-                        Attribute::getString("smallest valid value"));
+      if (!result.floors.contains(dim.flag))
+        result.pinned.set(dim.flag,
+                          Attribute::getString("smallest valid value"));
       continue;
     }
     result.lowered = true;
@@ -393,11 +458,70 @@ LoweringResult LoweringSearch::run() {
     else if (dim.role != DimensionRole::Steps)
       result.goldenInvalidated = true;
   }
-  if (!result.lowered)
+  if (!result.lowered) {
     result.reason = "every lowerable dimension is already at its smallest "
                     "valid value";
+    return result;
+  }
+  keepFollowers(result);
   result.predictedSeconds = predictSeconds();
   return result;
+}
+
+void LoweringSearch::explainFloors(LoweringResult &result) const {
+  // The floors that limited lowering are those the floor-free workload
+  // breaks; each dimension that ended up larger because of them names the
+  // broken floors that constrain it (or all of them, when it grew only to
+  // let another dimension meet a floor).
+  LoweringSearch unfloored(test, scope, dialect, options);
+  unfloored.disableFloors();
+  unfloored.run();
+  if (unfloored.current.empty())
+    return;
+  const std::vector<Value> &free = unfloored.current;
+  std::vector<const Constraint *> broken;
+  for (const Constraint &c : dialect.floors)
+    if (!holds(c, free, /*isFloor=*/true))
+      broken.push_back(&c);
+  for (size_t i : variables) {
+    if (!free[i] || !current[i] || *current[i] <= *free[i])
+      continue;
+    const Dimension &dim = dialect.dimensions[i];
+    auto names = [&](const Constraint *c) {
+      return c->value == dim.name || llvm::is_contained(c->operands, dim.name);
+    };
+    std::vector<const Constraint *> reasons;
+    llvm::copy_if(broken, std::back_inserter(reasons), names);
+    if (reasons.empty())
+      reasons = broken;
+    std::string text;
+    for (const Constraint *c : reasons)
+      text += (text.empty() ? "" : "; ") + c->name + ": " + c->why;
+    if (!text.empty())
+      result.floors.set(dim.flag, Attribute::getString(text));
+  }
+}
+
+void LoweringSearch::keepFollowers(LoweringResult &result) const {
+  for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
+    const Dimension &dim = dialect.dimensions[i];
+    if (dim.follows.empty() || dim.flag.empty() ||
+        test.workload.contains(dim.flag) || !original[i])
+      continue;
+    size_t followed = indexOf(dim.follows);
+    if (followed >= current.size() || current[followed] == original[followed])
+      continue;
+    std::string why = pinReason(dim);
+    if (why.empty())
+      continue; // free to follow the lowered value, as the framework does
+    // The framework would derive it from the lowered dimension; pin it at
+    // the value the full-size run had, so a schedule built on it (and the
+    // per-step goldens) stay the same.
+    result.overrides.set(dim.flag, Attribute::getInt(*original[i]));
+    result.pinned.set(
+        dim.flag, Attribute::getString(why + "; set explicitly, it follows " +
+                                       dialect.dimensions[followed].flag));
+  }
 }
 
 LoweringResult fastci::lowerWorkload(const Test &test,

@@ -131,7 +131,7 @@ private:
 
   std::optional<Dimension> readDimension(const YAMLNode &node) {
     if (!expectKeys(node, {"name", "flag", "role", "min", "default", "cost",
-                           "source", "derive", "lower"}))
+                           "source", "derive", "lower", "follows"}))
       return std::nullopt;
     Dimension dim;
     const YAMLNode *name = node.get("name");
@@ -189,6 +189,11 @@ private:
                                   "' (expected 'nproc')");
       dim.source = source->scalar;
     }
+    if (const YAMLNode *follows = node.get("follows")) {
+      if (!follows->isScalar() || follows->scalar.empty())
+        return error(*follows, "'follows' must name a dimension");
+      dim.follows = follows->scalar;
+    }
     if (const YAMLNode *derive = node.get("derive")) {
       if (!expectKeys(*derive, {"num", "den"}))
         return std::nullopt;
@@ -205,12 +210,31 @@ private:
     return dim;
   }
 
+  /// Reads a constraint or, with \p floor, a behaviour floor: a named
+  /// `at-least` relation with a reason.
   std::optional<Constraint> readConstraint(const YAMLNode &node,
-                                           const Dialect &dialect) {
-    if (!expectKeys(node, {"divisible", "by", "factor", "less", "at-least",
-                           "than", "preserve", "when", "if-scope", "why"}))
+                                           const Dialect &dialect,
+                                           bool floor = false) {
+    if (floor ? !expectKeys(node, {"name", "at-least", "than", "factor", "plus",
+                                   "when", "if-scope", "why"})
+              : !expectKeys(node, {"divisible", "by", "factor", "less",
+                                   "at-least", "than", "plus", "preserve",
+                                   "when", "if-scope", "why"}))
       return std::nullopt;
     Constraint constraint;
+    if (floor) {
+      const YAMLNode *name = node.get("name");
+      if (!name || !name->isScalar() || name->scalar.empty())
+        return error(node, "floor needs a 'name'");
+      constraint.name = name->scalar;
+      if (!node.get("at-least"))
+        return error(node, "floor '" + constraint.name +
+                               "' needs 'at-least: <dimension>'");
+      // The reason is what a user reads when a floor keeps a test bigger.
+      const YAMLNode *why = node.get("why");
+      if (!why || !why->isScalar() || why->scalar.empty())
+        return error(node, "floor '" + constraint.name + "' needs a 'why'");
+    }
     if (const YAMLNode *why = node.get("why"))
       constraint.why = why->scalar;
     if (const YAMLNode *when = node.get("when"))
@@ -233,15 +257,39 @@ private:
           return error(*factor, "'factor' must be a positive integer");
         constraint.factor = *f;
       }
+      if (const YAMLNode *plus = node.get("plus"))
+        return error(*plus, "'plus' only applies to 'less' and 'at-least'");
     } else if (const YAMLNode *value = node.get("less") ? node.get("less")
                                                           : node.get("at-least")) {
       constraint.kind = node.get("less") ? Constraint::Kind::Less
                                          : Constraint::Kind::AtLeast;
       constraint.value = value->scalar;
       const YAMLNode *than = node.get("than");
-      if (!than || !than->isScalar())
-        return error(node, "comparison needs 'than: <dimension>'");
-      constraint.operands = {than->scalar};
+      if (!than)
+        return error(node, "comparison needs 'than: <dimension>', a list of "
+                           "dimensions or an integer");
+      if (than->isScalar() && than->getAsInt()) {
+        constraint.constant = *than->getAsInt();
+      } else if (than->isScalar()) {
+        constraint.operands = {than->scalar};
+      } else {
+        std::optional<std::vector<std::string>> names = readNames(*than);
+        if (!names || names->empty())
+          return error(*than, "'than' needs at least one dimension");
+        constraint.operands = std::move(*names);
+      }
+      if (const YAMLNode *factor = node.get("factor")) {
+        std::optional<int64_t> f = factor->getAsInt();
+        if (!f || *f < 1)
+          return error(*factor, "'factor' must be a positive integer");
+        constraint.factor = *f;
+      }
+      if (const YAMLNode *plus = node.get("plus")) {
+        std::optional<int64_t> p = plus->getAsInt();
+        if (!p)
+          return error(*plus, "'plus' must be an integer");
+        constraint.offset = *p;
+      }
     } else if (const YAMLNode *preserve = node.get("preserve")) {
       constraint.kind = Constraint::Kind::Preserve;
       if (!expectKeys(*preserve, {"num", "den"}))
@@ -280,8 +328,8 @@ private:
 
   std::optional<Dialect> readDialect(llvm::StringRef name,
                                      const YAMLNode &node) {
-    if (!expectKeys(node,
-                    {"dimensions", "constraints", "scopes", "fixed-fraction"}))
+    if (!expectKeys(node, {"dimensions", "constraints", "floors", "scopes",
+                           "fixed-fraction"}))
       return std::nullopt;
     Dialect dialect;
     dialect.name = name.str();
@@ -304,12 +352,16 @@ private:
         return error(element, "duplicate dimension '" + dim->name + "'");
       dialect.dimensions.push_back(std::move(*dim));
     }
-    for (const Dimension &dim : dialect.dimensions)
+    for (const Dimension &dim : dialect.dimensions) {
       for (const std::string &ref : llvm::concat<const std::string>(
                dim.deriveNum, dim.deriveDen))
         if (!names.contains(ref))
           return error(*dims, "dimension '" + dim.name +
                                   "' derives from undeclared '" + ref + "'");
+      if (!dim.follows.empty() && !names.contains(dim.follows))
+        return error(*dims, "dimension '" + dim.name +
+                                "' follows undeclared '" + dim.follows + "'");
+    }
     if (const YAMLNode *constraints = node.get("constraints")) {
       if (!constraints->isSequence())
         return error(*constraints, "expected a list of constraints");
@@ -318,6 +370,20 @@ private:
         if (!constraint)
           return std::nullopt;
         dialect.constraints.push_back(std::move(*constraint));
+      }
+    }
+    if (const YAMLNode *floors = node.get("floors")) {
+      if (!floors->isSequence())
+        return error(*floors, "expected a list of floors");
+      llvm::StringSet<> floorNames;
+      for (const YAMLNode &element : floors->elements) {
+        std::optional<Constraint> floor =
+            readConstraint(element, dialect, /*floor=*/true);
+        if (!floor)
+          return std::nullopt;
+        if (!floorNames.insert(floor->name).second)
+          return error(element, "duplicate floor '" + floor->name + "'");
+        dialect.floors.push_back(std::move(*floor));
       }
     }
     if (const YAMLNode *scopes = node.get("scopes")) {

@@ -33,7 +33,11 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
            "`lowered`, `overrides`, `override_args` (or `override_env` for "
            "pytest tests), `pinned`, `golden_steps` and the predicted cost, "
            "which replaces the test's cost (the original is kept in "
-           "`original_seconds`). A test with no valid lowering keeps its "
+           "`original_seconds`). The schema's behaviour floors keep each "
+           "lowered test able to catch what it catches at full size (enough "
+           "compared steps, steps after a resume, width per tensor-parallel "
+           "rank, micro-batches per step...); a test they limit names them "
+           "in `floors`. A test with no valid lowering keeps its "
            "workload and says why in `lowering_reason`.";
   }
 
@@ -47,6 +51,11 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
   Option<bool> inferScopes{
       *this, "infer-scope",
       llvm::cl::desc("Infer the scope of tests that declare none from their id"),
+      llvm::cl::init(true)};
+  Option<bool> useFloors{
+      *this, "floors",
+      llvm::cl::desc("Apply the schema's behaviour floors (false: shrink to "
+                     "the framework's constraints alone)"),
       llvm::cl::init(true)};
   Option<unsigned> searchBudget{
       *this, "search-budget",
@@ -106,6 +115,7 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
       }
       LoweringOptions options;
       options.searchBudget = searchBudget;
+      options.floors = useFloors;
       record(test, lowerWorkload(test, test.scope, *dialect, options));
     }
   }
@@ -115,6 +125,8 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
     test.attrs.set("lowered", Attribute::getBool(result.lowered));
     if (!result.pinned.empty())
       test.attrs.set("pinned", Attribute::getDict(result.pinned));
+    if (!result.floors.empty())
+      test.attrs.set("floors", Attribute::getDict(result.floors));
     if (!result.lowered) {
       ++numKept;
       test.attrs.set("lowering_reason", Attribute::getString(result.reason));

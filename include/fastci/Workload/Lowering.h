@@ -39,6 +39,9 @@ struct LoweringResult {
   /// Flag -> why it was kept (`scope tp`, `parallel`, `golden values`...),
   /// for every dimension present in the workload that did not change.
   AttrDict pinned;
+  /// Flag -> the behaviour floors (`name: why`) that kept it larger than
+  /// the constraints alone would have, for every dimension they limited.
+  AttrDict floors;
   /// Predicted seconds of the lowered run (the original when not lowered).
   double predictedSeconds = 0;
   /// When steps shrank on a test with per-step goldens: compare only the
@@ -53,6 +56,8 @@ struct LoweringResult {
 struct LoweringOptions {
   /// Constraint checks the search may spend per test before giving up.
   unsigned searchBudget = 1000000;
+  /// Whether the dialect's behaviour floors apply.
+  bool floors = true;
 };
 
 /// Lowers \p test's workload under \p dialect with the validation scope

@@ -59,6 +59,12 @@ struct Dimension {
   bool lower = true;
   /// `nproc` when the value is the test's process count.
   std::string source;
+  /// The dimension whose original value this one takes when the workload
+  /// does not name it (`lr-decay-iters` follows `train-iters` in
+  /// Megatron-LM). When lowering changes that dimension and this one is
+  /// pinned, its original value is emitted explicitly, so what depends on
+  /// it (the learning-rate schedule) stays as it was.
+  std::string follows;
   /// For derived dimensions: value = prod(deriveNum) / prod(deriveDen).
   std::vector<std::string> deriveNum, deriveDen;
 };
@@ -69,9 +75,10 @@ struct Constraint {
   enum class Kind {
     /// value % (factor * prod(operands)) == 0
     Divisible,
-    /// value < operands[0]
+    /// value < bound, with bound = factor * prod(operands) + offset, or
+    /// constant + offset when `than` is an integer.
     Less,
-    /// value >= operands[0]
+    /// value >= bound (as for Less).
     AtLeast,
     /// prod(operands) / prod(denominators) keeps its original value, with
     /// value unused.
@@ -84,8 +91,14 @@ struct Constraint {
   std::vector<std::string> operands;
   /// Denominator dimensions, for Preserve.
   std::vector<std::string> denominators;
-  /// Constant multiplier for Divisible.
+  /// Constant multiplier of the operands (Divisible, Less, AtLeast).
   int64_t factor = 1;
+  /// Added to the bound of Less and AtLeast.
+  int64_t offset = 0;
+  /// For Less and AtLeast: an integer bound instead of dimensions.
+  std::optional<int64_t> constant;
+  /// For floors: the floor's name, used in reasons.
+  std::string name;
   /// The constraint applies only when this dimension is non-zero.
   std::string when;
   /// The constraint applies only to tests whose scope includes this.
@@ -104,6 +117,12 @@ struct Dialect {
   std::vector<Dimension> dimensions;
   /// Constraints between dimensions.
   std::vector<Constraint> constraints;
+  /// Behaviour floors: `at-least` relations that keep a lowered test able
+  /// to catch what it catches at full size (enough compared steps, steps
+  /// after a resume, width per tensor-parallel rank...). Unlike constraints
+  /// they never ask for more than the original workload: a floor's bound is
+  /// capped at the constrained dimension's original value.
+  std::vector<Constraint> floors;
   /// Validation scope name -> dimensions it pins.
   llvm::StringMap<std::vector<std::string>> scopes;
 

@@ -65,14 +65,16 @@ TEST_F(LoweringTest, ShrinksOutsideScopeWithinConstraints) {
   LoweringResult result = lowerWorkload(test, {"tp"}, *megatron);
   ASSERT_TRUE(result.lowered) << result.reason;
   // Heads stay divisible by tp = 2, hidden by heads, the global batch by
-  // micro batch x dp (dp = 4 / 2 = 2), and every minimum holds.
+  // micro batch x dp (dp = 4 / 2 = 2), and every minimum holds; the floors
+  // keep a hidden size of 64 and 2 micro-batches per dp rank and step
+  // (global batch 2 x 1 x 2 = 4).
   EXPECT_EQ(result.overrides.get("--num-attention-heads").getInt(), 2);
-  EXPECT_EQ(result.overrides.get("--hidden-size").getInt(), 16);
+  EXPECT_EQ(result.overrides.get("--hidden-size").getInt(), 64);
   EXPECT_EQ(result.overrides.get("--num-layers").getInt(), 1);
   EXPECT_EQ(result.overrides.get("--seq-length").getInt(), 16);
   EXPECT_EQ(result.overrides.get("--max-position-embeddings").getInt(), 16);
   EXPECT_EQ(result.overrides.get("--micro-batch-size").getInt(), 1);
-  EXPECT_EQ(result.overrides.get("--global-batch-size").getInt(), 2);
+  EXPECT_EQ(result.overrides.get("--global-batch-size").getInt(), 4);
   EXPECT_EQ(result.overrides.get("--train-iters").getInt(), 4);
   EXPECT_FALSE(result.overrides.contains("--tensor-model-parallel-size"));
   EXPECT_EQ(result.pinned.get("--tensor-model-parallel-size").getString(),
@@ -120,8 +122,49 @@ TEST_F(LoweringTest, ResumeKeepsACheckpointBeforeTheEnd) {
   test.workload.set("--save-interval", Attribute::getInt(50));
   LoweringResult result = lowerWorkload(test, {"resume"}, *megatron);
   ASSERT_TRUE(result.lowered);
-  EXPECT_EQ(result.overrides.get("--train-iters").getInt(), 51);
+  // Past the checkpoint by the steps-after-resume floor: 50 + 3.
+  EXPECT_EQ(result.overrides.get("--train-iters").getInt(), 53);
   EXPECT_EQ(result.pinned.get("--save-interval").getString(), "scope resume");
+  EXPECT_TRUE(llvm::StringRef(result.floors.get("--train-iters").getString())
+                  .starts_with("steps-after-resume: "));
+}
+
+TEST_F(LoweringTest, FloorsNeverAskForMoreThanTheOriginal) {
+  // 12 steps with a checkpoint at 10 is below the floor's 13: the test keeps
+  // its 12 (the constraints alone would allow 11), and says which floor.
+  fastci::Test &test = makeTest("gpt_resume", 1);
+  test.workload.set("--train-iters", Attribute::getInt(12));
+  test.workload.set("--save-interval", Attribute::getInt(10));
+  LoweringResult result = lowerWorkload(test, {"resume"}, *megatron);
+  EXPECT_FALSE(result.lowered);
+  EXPECT_TRUE(llvm::StringRef(result.floors.get("--train-iters").getString())
+                  .starts_with("steps-after-resume: "));
+
+  LoweringOptions noFloors;
+  noFloors.floors = false;
+  LoweringResult unfloored =
+      lowerWorkload(test, {"resume"}, *megatron, noFloors);
+  ASSERT_TRUE(unfloored.lowered);
+  EXPECT_EQ(unfloored.overrides.get("--train-iters").getInt(), 11);
+  EXPECT_TRUE(unfloored.floors.empty());
+}
+
+TEST_F(LoweringTest, PinnedFollowerKeepsTheLearningRateSchedule) {
+  // --lr-decay-iters defaults to --train-iters: cutting 50 steps to 4 would
+  // compress the schedule, so the original 50 is set explicitly.
+  fastci::Test &test = makeTest("gpt_tp1_pp1", 1);
+  test.attrs.set("golden", Attribute::getString("golden.json"));
+  test.workload.set("--train-iters", Attribute::getInt(50));
+  LoweringResult result = lowerWorkload(test, {}, *megatron);
+  ASSERT_TRUE(result.lowered);
+  EXPECT_EQ(result.overrides.get("--train-iters").getInt(), 4);
+  EXPECT_EQ(result.overrides.get("--lr-decay-iters").getInt(), 50);
+  EXPECT_EQ(result.goldenSteps, 4);
+  EXPECT_FALSE(result.goldenInvalidated);
+
+  // A test validating the schedule keeps all of it.
+  LoweringResult schedule = lowerWorkload(test, {"lr-schedule"}, *megatron);
+  EXPECT_FALSE(schedule.lowered);
 }
 
 TEST_F(LoweringTest, InvalidOriginalWorkloadIsKeptWithReason) {
