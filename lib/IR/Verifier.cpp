@@ -144,10 +144,12 @@ void Verifier::verifyQuantity(double value, llvm::StringRef what,
 }
 
 void Verifier::verifyEntity(const Entity &entity) {
-  std::string subject = describeEntity(entity);
+  // Described only when reporting: formatting every entity's and edge's
+  // description up front was half of an incremental parse-python run.
+  auto subject = [&] { return describeEntity(entity); };
   EntityId previous = module.lookupEntity(entity.symbol);
   if (previous != entity.id) {
-    emitError(entity.loc, subject,
+    emitError(entity.loc, subject(),
               "duplicate symbol " + symbolRef(entity.symbol));
     const Entity &first = module.getEntity(previous);
     if (first.loc.isValid())
@@ -156,7 +158,7 @@ void Verifier::verifyEntity(const Entity &entity) {
 
   if (entity.parent != kNoEntity) {
     if (!isEntity(entity.parent)) {
-      emitError(entity.loc, subject,
+      emitError(entity.loc, subject(),
                 "parent id " + llvm::Twine(entity.parent) + " names no entity");
     } else {
       const Entity &parent = module.getEntity(entity.parent);
@@ -177,15 +179,15 @@ void Verifier::verifyEntity(const Entity &entity) {
         break;
       }
       if (entity.kind == EntityKind::File)
-        emitError(entity.loc, subject, "a file cannot have a parent");
+        emitError(entity.loc, subject(), "a file cannot have a parent");
       else if (!kindOk)
-        emitError(entity.loc, subject,
+        emitError(entity.loc, subject(),
                   "parent of a " + stringifyEntityKind(entity.kind) +
                       " must be " + expected + ", not " +
                       describeEntity(parent));
       else if (isWellFormed(entity.range) && isWellFormed(parent.range) &&
                !encloses(parent.range, entity.range))
-        emitError(entity.loc, subject,
+        emitError(entity.loc, subject(),
                   "range " + formatRange(entity.range) +
                       " is not within the range " + formatRange(parent.range) +
                       " of its parent " + describeEntity(parent));
@@ -194,14 +196,15 @@ void Verifier::verifyEntity(const Entity &entity) {
 
   if (entity.range != SourceRange()) {
     if (entity.range.startLine == 0 || entity.range.endLine == 0)
-      emitError(entity.loc, subject,
+      emitError(entity.loc, subject(),
                 "range " + formatRange(entity.range) +
                     " has line 0 (lines start at 1)");
     else if (!isOrdered(entity.range))
-      emitError(entity.loc, subject,
+      emitError(entity.loc, subject(),
                 "inverted range " + formatRange(entity.range));
   }
-  verifyAttrs(entity.attrs, entity.loc, subject);
+  if (!entity.attrs.empty())
+    verifyAttrs(entity.attrs, entity.loc, subject());
 }
 
 void Verifier::verifyParentCycles() {
@@ -230,21 +233,22 @@ void Verifier::verifyParentCycles() {
 }
 
 void Verifier::verifyEdge(const StaticEdge &edge) {
-  std::string subject =
-      (stringifyEdgeKind(edge.kind) + " edge " + quoted(edge.name)).str();
+  auto subject = [&] {
+    return (stringifyEdgeKind(edge.kind) + " edge " + quoted(edge.name)).str();
+  };
   if (!isEntity(edge.from)) {
-    emitError(edge.loc, subject,
+    emitError(edge.loc, subject(),
               "source id " + llvm::Twine(edge.from) + " names no entity");
   } else if (module.getEntity(edge.from).kind == EntityKind::File) {
-    emitError(edge.loc, subject,
+    emitError(edge.loc, subject(),
               "source of an edge must be a module, class or function, not " +
                   describeEntity(module.getEntity(edge.from)));
   }
   if (edge.to != kNoEntity && !isEntity(edge.to))
-    emitError(edge.loc, subject,
+    emitError(edge.loc, subject(),
               "target id " + llvm::Twine(edge.to) + " names no entity");
   if (edge.to == kNoEntity && edge.name.empty())
-    emitError(edge.loc, subject, "unresolved edge has an empty target name");
+    emitError(edge.loc, subject(), "unresolved edge has an empty target name");
 }
 
 void Verifier::verifyTest(const Test &test) {

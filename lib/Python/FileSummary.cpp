@@ -16,7 +16,8 @@ namespace {
 /// Bumped whenever the summary or its meaning changes, so that stale cache
 /// entries of older builds are ignored rather than misread.
 constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
-constexpr uint32_t kSummaryVersion = 3;
+constexpr uint32_t kSummaryVersion = 5; // 4: names left out of hashes,
+                                        // 5: pytest facts
 
 class Writer {
 public:
@@ -109,6 +110,87 @@ private:
 };
 
 enum class ValueTag : uint8_t { Int, Float, String, Bool };
+
+void writeWorkload(Writer &w, const std::vector<WorkloadValue> &workload) {
+  w.u32(workload.size());
+  for (const WorkloadValue &value : workload) {
+    w.str(value.key);
+    if (value.value.isInt()) {
+      w.u8(static_cast<uint8_t>(ValueTag::Int));
+      w.u64(static_cast<uint64_t>(value.value.getInt()));
+    } else if (value.value.isFloat()) {
+      w.u8(static_cast<uint8_t>(ValueTag::Float));
+      double number = value.value.getNumber();
+      uint64_t bits;
+      memcpy(&bits, &number, sizeof(bits));
+      w.u64(bits);
+    } else if (value.value.isBool()) {
+      w.u8(static_cast<uint8_t>(ValueTag::Bool));
+      w.u8(value.value.getBool());
+    } else {
+      w.u8(static_cast<uint8_t>(ValueTag::String));
+      w.str(value.value.isString() ? value.value.getString() : "");
+    }
+  }
+}
+
+bool readWorkload(Reader &r, std::vector<WorkloadValue> &workload) {
+  workload.resize(r.count());
+  for (WorkloadValue &value : workload) {
+    value.key = r.str();
+    switch (static_cast<ValueTag>(r.u8())) {
+    case ValueTag::Int:
+      value.value = Attribute::getInt(static_cast<int64_t>(r.u64()));
+      break;
+    case ValueTag::Float: {
+      uint64_t bits = r.u64();
+      double number;
+      memcpy(&number, &bits, sizeof(number));
+      value.value = Attribute::getFloat(number);
+      break;
+    }
+    case ValueTag::Bool:
+      value.value = Attribute::getBool(r.u8());
+      break;
+    case ValueTag::String:
+      value.value = Attribute::getString(r.str());
+      break;
+    default:
+      return false;
+    }
+  }
+  return true;
+}
+
+void writeMarks(Writer &w, const std::vector<MarkSummary> &marks) {
+  w.u32(marks.size());
+  for (const MarkSummary &mark : marks) {
+    w.str(mark.name);
+    w.u8(mark.idsKnown);
+    w.strings(mark.ids);
+    w.u32(mark.caseTags.size());
+    for (const std::vector<std::string> &tags : mark.caseTags)
+      w.strings(tags);
+    w.strings(mark.scope);
+    writeWorkload(w, mark.workload);
+  }
+}
+
+bool readMarks(Reader &r, std::vector<MarkSummary> &marks) {
+  marks.resize(r.count());
+  for (MarkSummary &mark : marks) {
+    mark.name = r.str();
+    mark.idsKnown = r.u8();
+    mark.ids = r.strings();
+    mark.caseTags.resize(r.count());
+    for (std::vector<std::string> &tags : mark.caseTags)
+      tags = r.strings();
+    mark.scope = r.strings();
+    if (!readWorkload(r, mark.workload))
+      return false;
+  }
+  return true;
+}
 } // namespace
 
 std::string fastci::python::serializeSummary(const FileSummary &summary) {
@@ -145,26 +227,9 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.strings(test.tags);
     w.u8(test.parametrized);
     w.strings(test.scope);
-    w.u32(test.workload.size());
-    for (const WorkloadValue &value : test.workload) {
-      w.str(value.key);
-      if (value.value.isInt()) {
-        w.u8(static_cast<uint8_t>(ValueTag::Int));
-        w.u64(static_cast<uint64_t>(value.value.getInt()));
-      } else if (value.value.isFloat()) {
-        w.u8(static_cast<uint8_t>(ValueTag::Float));
-        double number = value.value.getNumber();
-        uint64_t bits;
-        memcpy(&bits, &number, sizeof(bits));
-        w.u64(bits);
-      } else if (value.value.isBool()) {
-        w.u8(static_cast<uint8_t>(ValueTag::Bool));
-        w.u8(value.value.getBool());
-      } else {
-        w.u8(static_cast<uint8_t>(ValueTag::String));
-        w.str(value.value.isString() ? value.value.getString() : "");
-      }
-    }
+    writeWorkload(w, test.workload);
+    w.str(test.entrySymbol);
+    w.u8(test.inheritedUnknown);
   }
   w.u32(summary.warnings.size());
   for (const FileWarning &warning : summary.warnings) {
@@ -172,6 +237,14 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.u32(warning.column);
     w.str(warning.message);
   }
+  w.u32(summary.pytestEntities.size());
+  for (const PytestEntitySummary &facts : summary.pytestEntities) {
+    w.u32(static_cast<uint32_t>(facts.entity));
+    writeMarks(w, facts.marks);
+    w.strings(facts.bases);
+    w.u8(facts.testAttribute);
+  }
+  writeMarks(w, summary.moduleMarks);
   return out;
 }
 
@@ -219,30 +292,10 @@ fastci::python::deserializeSummary(StringRef buffer) {
     test.tags = r.strings();
     test.parametrized = r.u8();
     test.scope = r.strings();
-    test.workload.resize(r.count());
-    for (WorkloadValue &value : test.workload) {
-      value.key = r.str();
-      switch (static_cast<ValueTag>(r.u8())) {
-      case ValueTag::Int:
-        value.value = Attribute::getInt(static_cast<int64_t>(r.u64()));
-        break;
-      case ValueTag::Float: {
-        uint64_t bits = r.u64();
-        double number;
-        memcpy(&number, &bits, sizeof(number));
-        value.value = Attribute::getFloat(number);
-        break;
-      }
-      case ValueTag::Bool:
-        value.value = Attribute::getBool(r.u8());
-        break;
-      case ValueTag::String:
-        value.value = Attribute::getString(r.str());
-        break;
-      default:
-        return llvm::createStringError("bad workload value");
-      }
-    }
+    if (!readWorkload(r, test.workload))
+      return llvm::createStringError("bad workload value");
+    test.entrySymbol = r.str();
+    test.inheritedUnknown = r.u8();
   }
   summary.warnings.resize(r.count());
   for (FileWarning &warning : summary.warnings) {
@@ -250,6 +303,16 @@ fastci::python::deserializeSummary(StringRef buffer) {
     warning.column = r.u32();
     warning.message = r.str();
   }
+  summary.pytestEntities.resize(r.count());
+  for (PytestEntitySummary &facts : summary.pytestEntities) {
+    facts.entity = static_cast<LocalId>(r.u32());
+    if (!readMarks(r, facts.marks))
+      return llvm::createStringError("bad mark");
+    facts.bases = r.strings();
+    facts.testAttribute = r.u8();
+  }
+  if (!readMarks(r, summary.moduleMarks))
+    return llvm::createStringError("bad mark");
   if (!r.ok() || !r.atEnd())
     return llvm::createStringError("truncated or corrupted summary");
   // Local ids must point backwards (parents precede children) or the
@@ -264,6 +327,10 @@ fastci::python::deserializeSummary(StringRef buffer) {
     if (!validLocal(edge.from, summary.entities.size()) ||
         edge.modulePrefix > edge.target.size())
       return llvm::createStringError("bad edge");
+  for (const PytestEntitySummary &facts : summary.pytestEntities)
+    if (facts.entity < 0 ||
+        static_cast<size_t>(facts.entity) >= summary.entities.size())
+      return llvm::createStringError("bad pytest entity");
   for (const TestSummary &test : summary.tests)
     if (test.entry < 0 ||
         static_cast<size_t>(test.entry) >= summary.entities.size())

@@ -4,9 +4,19 @@
 // abort codes give up on a `*` as soon as no later position can succeed, so
 // hostile patterns cannot make the walk hang.
 //
+// The exclude files outside the tree are found the way git finds them: the
+// git directory from a `.git` directory or `gitdir:` file in the root or an
+// ancestor (its `commondir` for a linked worktree), `core.excludesFile` from
+// the system, global and repository configuration, the last setting winning.
+//
 //===----------------------------------------------------------------------===//
 #include "fastci/Python/GitIgnore.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 
 using namespace fastci::python;
 using llvm::StringRef;
@@ -207,7 +217,19 @@ GitIgnoreFile::GitIgnoreFile(StringRef baseDir, StringRef contents)
   }
 }
 
+GitIgnoreFile GitIgnoreFile::forAncestor(StringRef rootPrefix,
+                                         StringRef contents) {
+  GitIgnoreFile file("", contents);
+  file.rootPrefix = rootPrefix.str();
+  return file;
+}
+
 std::optional<bool> GitIgnoreFile::match(StringRef path, bool isDir) const {
+  std::string joined;
+  if (!rootPrefix.empty()) {
+    joined = rootPrefix + "/" + path.str();
+    path = joined;
+  }
   StringRef relative = path;
   if (!baseDir.empty()) {
     if (!relative.consume_front(baseDir) || !relative.consume_front("/"))
@@ -228,4 +250,179 @@ bool GitIgnoreStack::isIgnored(StringRef path, bool isDir) const {
     if (std::optional<bool> decision = file.match(path, isDir))
       return *decision;
   return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Exclude files outside the tree
+//===----------------------------------------------------------------------===//
+
+namespace fs = llvm::sys::fs;
+namespace path = llvm::sys::path;
+
+namespace {
+std::optional<std::string> readFile(const llvm::Twine &filePath) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(filePath, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return std::nullopt;
+  return (*buffer)->getBuffer().str();
+}
+
+std::string joinPath(StringRef base, StringRef relative) {
+  if (path::is_absolute(relative))
+    return relative.str();
+  llvm::SmallString<256> joined(base);
+  path::append(joined, relative);
+  return std::string(joined);
+}
+
+/// Reads one value of a git configuration line: quotes removed, escapes
+/// decoded, an unquoted `#` or `;` starting a comment, trailing blanks
+/// dropped.
+std::string parseConfigValue(StringRef text) {
+  std::string value;
+  bool quoted = false;
+  size_t keep = 0; // length of value up to its last significant character
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      quoted = !quoted;
+      keep = value.size();
+      continue;
+    }
+    if (!quoted && (c == '#' || c == ';'))
+      break;
+    if (c == '\\' && i + 1 < text.size()) {
+      char e = text[++i];
+      value.push_back(e == 'n' ? '\n' : e == 't' ? '\t' : e);
+      keep = value.size();
+      continue;
+    }
+    value.push_back(c);
+    if (quoted || (c != ' ' && c != '\t'))
+      keep = value.size();
+  }
+  value.resize(keep);
+  return StringRef(value).ltrim(" \t").str();
+}
+} // namespace
+
+std::optional<std::string>
+fastci::python::findExcludesFileSetting(StringRef config, StringRef home) {
+  std::optional<std::string> result;
+  bool inCore = false;
+  while (!config.empty()) {
+    StringRef line;
+    std::tie(line, config) = config.split('\n');
+    line = line.trim();
+    if (line.starts_with("[")) {
+      size_t close = line.find(']');
+      if (close == StringRef::npos) {
+        inCore = false;
+        continue;
+      }
+      // Section names are case-insensitive; `[core "x"]` is a subsection.
+      inCore = line.slice(1, close).trim().equals_insensitive("core");
+      line = line.drop_front(close + 1).ltrim();
+    }
+    if (!inCore || line.empty())
+      continue;
+    auto [key, value] = line.split('=');
+    if (!key.trim().equals_insensitive("excludesfile") || !line.contains('='))
+      continue;
+    std::string setting = parseConfigValue(value);
+    if (StringRef(setting).starts_with("~/"))
+      setting = joinPath(home, StringRef(setting).drop_front(2));
+    result = std::move(setting);
+  }
+  return result;
+}
+
+GitIgnoreStack fastci::python::loadRepositoryIgnores(
+    StringRef root, std::optional<std::string> home,
+    std::optional<std::string> xdgConfigHome) {
+  GitIgnoreStack stack;
+  if (!home)
+    home = llvm::sys::Process::GetEnv("HOME").value_or("");
+  if (!xdgConfigHome)
+    xdgConfigHome = llvm::sys::Process::GetEnv("XDG_CONFIG_HOME").value_or("");
+
+  // The top of the work tree: the nearest directory, from root upwards,
+  // holding `.git` (a directory, or a file naming the git directory).
+  llvm::SmallString<256> top;
+  if (fs::real_path(root, top))
+    return stack;
+  std::string gitDir;
+  std::vector<std::string> below; // root's path components under top
+  for (;;) {
+    llvm::SmallString<256> dotGit(top);
+    path::append(dotGit, ".git");
+    if (fs::is_directory(dotGit)) {
+      gitDir = std::string(dotGit);
+      break;
+    }
+    if (fs::is_regular_file(dotGit)) {
+      if (std::optional<std::string> contents = readFile(dotGit)) {
+        StringRef line = StringRef(*contents).split('\n').first.trim();
+        if (line.consume_front("gitdir:"))
+          gitDir = joinPath(top, line.trim());
+      }
+      break;
+    }
+    std::string parent = path::parent_path(top).str();
+    if (parent.empty() || parent == top)
+      return stack; // not in a git work tree
+    below.push_back(path::filename(top).str());
+    top = parent;
+  }
+  std::string commonDir = gitDir;
+  if (!gitDir.empty())
+    if (std::optional<std::string> common =
+            readFile(joinPath(gitDir, "commondir")))
+      commonDir = joinPath(gitDir, StringRef(*common).trim());
+
+  // core.excludesFile: system, then global (XDG, then ~/.gitconfig), then
+  // repository configuration; the last setting wins.
+  std::string xdgGit = xdgConfigHome->empty() ? joinPath(*home, ".config/git")
+                                              : joinPath(*xdgConfigHome, "git");
+  std::vector<std::string> configs;
+  if (!llvm::sys::Process::GetEnv("GIT_CONFIG_NOSYSTEM"))
+    configs.push_back("/etc/gitconfig");
+  configs.push_back(joinPath(xdgGit, "config"));
+  if (!home->empty())
+    configs.push_back(joinPath(*home, ".gitconfig"));
+  if (!gitDir.empty()) {
+    configs.push_back(joinPath(commonDir, "config"));
+    if (commonDir != gitDir)
+      configs.push_back(joinPath(gitDir, "config.worktree"));
+  }
+  std::string excludesFile = joinPath(xdgGit, "ignore");
+  for (const std::string &config : configs)
+    if (std::optional<std::string> text = readFile(config))
+      if (std::optional<std::string> setting =
+              findExcludesFileSetting(*text, *home))
+        excludesFile = joinPath(top, *setting);
+
+  // Patterns of these files are relative to the top of the work tree.
+  std::string rootPrefix;
+  for (const std::string &component : llvm::reverse(below))
+    rootPrefix += (rootPrefix.empty() ? "" : "/") + component;
+  auto push = [&](StringRef prefix, const std::string &file) {
+    if (std::optional<std::string> contents = readFile(file))
+      stack.push(GitIgnoreFile::forAncestor(prefix, *contents));
+  };
+  push(rootPrefix, excludesFile);
+  if (!gitDir.empty())
+    push(rootPrefix, joinPath(commonDir, "info/exclude"));
+  // The .gitignore files from the top down to root's parent.
+  llvm::SmallString<256> dir(top);
+  StringRef remaining = rootPrefix;
+  while (!remaining.empty()) {
+    push(remaining, joinPath(dir, ".gitignore"));
+    auto [component, rest] = remaining.split('/');
+    path::append(dir, component);
+    remaining = rest;
+  }
+  return stack;
 }

@@ -1,13 +1,21 @@
 //===- Pytest.cpp - pytest's collection rules, statically -----------------===//
 //
-// Mirrors, in order: _pytest/python.py (what is collected, in which order),
-// _pytest/python.py's IdMaker (parametrize ids) and _pytest/compat.py's
-// ascii_escaped. Where pytest would need the run-time value of an expression
-// to name a case, the test is emitted once with a `parametrized` attribute
-// instead of guessing.
+// Mirrors, in order: _pytest/python.py's IdMaker (parametrize ids),
+// _pytest/compat.py's ascii_escaped, and _pytest/python.py's collectors
+// (what is collected, in which order, along the MRO). Where pytest would need
+// the run-time value of an expression to name a case, the test is emitted
+// once with a `parametrized` attribute instead of guessing; where it would
+// need a base class FastCI cannot see, the class gets an item of its own
+// marked `inherited-unknown`.
+//
+// Work is split in two so that per-file summaries stay cacheable: each file
+// records its facts (marks reduced to ids and tags, bases resolved through
+// its imports, `__test__`), and collection runs on those facts, first with
+// the file alone, then with the whole repository (linkPytestItems).
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Python/Pytest.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -138,12 +146,87 @@ std::string fastci::python::asciiEscapeBytes(StringRef bytes) {
   return out;
 }
 
+//===----------------------------------------------------------------------===//
+// Parametrize ids
+//===----------------------------------------------------------------------===//
+
+/// Callables known to return objects without a `__name__` that are not
+/// str/bytes/numbers/bools/enums/patterns: pytest names their values
+/// `argname<index>`.
+static bool isPlainObjectFactory(StringRef callee) {
+  static const char *const kFactories[] = {
+      "object",      "list",       "dict",         "set",
+      "frozenset",   "tuple",      "bytearray",    "torch.tensor",
+      "torch.randn", "torch.rand", "torch.zeros",  "torch.ones",
+      "torch.empty", "torch.full", "torch.arange", "torch.device",
+      "torch.Size",  "np.array",   "numpy.array",  "np.zeros",
+      "numpy.zeros", "np.ones",    "numpy.ones"};
+  return llvm::is_contained(kFactories, callee);
+}
+
+/// torch's dtypes: objects without a `__name__` (pytest names them
+/// `argname<index>`), met in nearly every training framework's tests.
+static bool isTorchDtype(StringRef name) {
+  static const char *const kDtypes[] = {"float32",
+                                        "float",
+                                        "float64",
+                                        "double",
+                                        "float16",
+                                        "half",
+                                        "bfloat16",
+                                        "complex64",
+                                        "cfloat",
+                                        "complex128",
+                                        "cdouble",
+                                        "uint8",
+                                        "int8",
+                                        "int16",
+                                        "short",
+                                        "int32",
+                                        "int",
+                                        "int64",
+                                        "long",
+                                        "bool",
+                                        "float8_e4m3fn",
+                                        "float8_e5m2",
+                                        "float8_e4m3fnuz",
+                                        "float8_e5m2fnuz",
+                                        "uint16",
+                                        "uint32",
+                                        "uint64",
+                                        "complex32",
+                                        "chalf"};
+  return name.consume_front("torch.") && llvm::is_contained(kDtypes, name);
+}
+
+/// Python's float() of a string literal, or nothing when it would raise.
+static std::optional<double> parsePythonFloat(StringRef text) {
+  std::string digits = text.trim(" \t\n\r\f\v").str();
+  llvm::erase(digits, '_');
+  StringRef body = digits;
+  bool negative = body.consume_front("-");
+  if (!negative)
+    body.consume_front("+");
+  if (body.equals_insensitive("inf") || body.equals_insensitive("infinity"))
+    return negative ? -HUGE_VAL : HUGE_VAL;
+  if (body.equals_insensitive("nan"))
+    return std::nan("");
+  if (body.empty() || !(llvm::isDigit(body[0]) || body[0] == '.'))
+    return std::nullopt;
+  char *end = nullptr;
+  double value = strtod(digits.c_str(), &end);
+  if (end != digits.c_str() + digits.size())
+    return std::nullopt;
+  return value;
+}
+
 /// The id pytest derives from one argument value, or nothing when it
 /// depends on run-time state.
 static std::optional<std::string>
 idFromValue(const PyValue &value, StringRef argname, size_t index,
             llvm::function_ref<bool(StringRef)> isLocalDef) {
   using K = PyValue::Kind;
+  std::string byArgname = (argname + llvm::Twine(index)).str();
   switch (value.kind) {
   case K::Str:
     return asciiEscapeStr(value.text);
@@ -157,24 +240,36 @@ idFromValue(const PyValue &value, StringRef argname, size_t index,
     return std::to_string(value.intValue);
   case K::Float:
     return formatPythonFloat(value.floatValue);
+  case K::Tuple:
+  case K::List:
+  case K::Set:
+  case K::Dict:
+    // Containers have no `__name__`.
+    return byArgname;
   case K::Name:
-    // A class or function of this file has a __name__; other names are
-    // taken to be plain objects.
+    // A class or function of this file is named by its `__name__`; what
+    // any other name holds (a constant, an imported class, an enum member)
+    // is not known here.
     if (!StringRef(value.text).contains('.') && isLocalDef(value.text))
       return value.text;
-    break;
-  case K::Call: {
-    // Builtin conversions yield values whose str() we cannot know here.
-    static const char *const kValueCalls[] = {"float", "int",   "str",
-                                              "bool",  "bytes", "complex"};
-    if (llvm::is_contained(kValueCalls, value.text))
-      return std::nullopt;
-    break;
+    if (isTorchDtype(value.text))
+      return byArgname;
+    return std::nullopt;
+  case K::Call:
+    if (isPlainObjectFactory(value.text))
+      return byArgname;
+    if (value.text == "float" && value.elements.size() == 1 &&
+        value.keywords.empty() && value.elements[0].kind == K::Str)
+      if (std::optional<double> number =
+              parsePythonFloat(value.elements[0].text))
+        return formatPythonFloat(*number);
+    return std::nullopt;
+  case K::Unknown:
+    // An expression (`10**3`, `-x`, a comprehension) may well be a number
+    // or a string.
+    return std::nullopt;
   }
-  default:
-    break;
-  }
-  return (argname + llvm::Twine(index)).str();
+  return std::nullopt;
 }
 
 /// Splits parametrize's argnames ("a, b" or a sequence of strings).
@@ -201,35 +296,35 @@ getArgnames(const PyValue &value) {
   return names;
 }
 
-/// pytest 8's IdMaker.make_unique_parameterset_ids: duplicates get a
-/// counter, after an `_` when the id already ends in a digit.
-static void makeUnique(std::vector<std::string> &ids) {
-  // `current` mirrors pytest's `set(resolved_ids)`, which sees replacements
-  // made so far.
-  llvm::StringMap<unsigned> counts, current;
+/// Suffixes duplicate ids with a counter, as IdMaker.make_unique_parameter
+/// set_ids does. pytest 7.2 appends the counter directly; pytest 8 puts an
+/// `_` before it when the id ends in a digit and skips counters whose id is
+/// taken. Only the cases both agree on are answered.
+static bool makeUnique(std::vector<std::string> &ids) {
+  llvm::StringMap<unsigned> counts;
   for (const std::string &id : ids)
     ++counts[id];
-  current = counts;
   llvm::StringMap<unsigned> suffixes;
-  for (std::string &id : ids) {
+  std::vector<std::string> unique = ids;
+  for (std::string &id : unique) {
     if (counts[id] <= 1)
       continue;
-    std::string base = id;
-    std::string separator =
-        !base.empty() && llvm::isDigit(base.back()) ? "_" : "";
-    unsigned &suffix = suffixes[base];
-    std::string candidate = base + separator + std::to_string(suffix);
-    while (current.lookup(candidate))
-      candidate = base + separator + std::to_string(++suffix);
-    --current[base];
-    ++current[candidate];
-    id = std::move(candidate);
-    ++suffix;
+    if (!id.empty() && llvm::isDigit(id.back()))
+      return false;
+    id += std::to_string(suffixes[id]++);
+    if (counts.count(id))
+      return false;
   }
+  ids = std::move(unique);
+  return true;
 }
 
+/// The marker names of a `pytest.param(marks=...)` value.
+static std::vector<std::string> getParamMarkNames(const PyValue *marks);
+
 std::optional<std::vector<std::string>> fastci::python::computeParametrizeIds(
-    const PyValue &call, llvm::function_ref<bool(StringRef)> isLocalDef) {
+    const PyValue &call, llvm::function_ref<bool(StringRef)> isLocalDef,
+    std::vector<std::vector<std::string>> *caseTags) {
   auto argument = [&](size_t position, StringRef keyword) -> const PyValue * {
     if (position < call.elements.size())
       return &call.elements[position];
@@ -238,30 +333,41 @@ std::optional<std::vector<std::string>> fastci::python::computeParametrizeIds(
   const PyValue *argnamesValue = argument(0, "argnames");
   const PyValue *argvalues = argument(1, "argvalues");
   const PyValue *explicitIds = argument(3, "ids");
-  if (!argnamesValue || !argvalues || !argvalues->isSequence() ||
-      argvalues->elements.empty())
+  if (!argnamesValue || !argvalues || !argvalues->isSequence())
     return std::nullopt;
   std::optional<std::vector<std::string>> argnames =
       getArgnames(*argnamesValue);
   if (!argnames)
     return std::nullopt;
+  if (argvalues->elements.empty()) {
+    // pytest still makes one (skipped) item, its values all NOTSET.
+    std::vector<std::string> parts;
+    for (const std::string &argname : *argnames)
+      parts.push_back(argname + "0");
+    if (caseTags)
+      caseTags->assign(1, {});
+    return std::vector<std::string>{llvm::join(parts, "-")};
+  }
   if (explicitIds && explicitIds->kind != PyValue::Kind::None &&
       (!explicitIds->isSequence() ||
        explicitIds->elements.size() != argvalues->elements.size()))
     return std::nullopt;
 
   std::vector<std::string> ids;
+  std::vector<std::vector<std::string>> tags;
   for (auto [index, parameterSet] : llvm::enumerate(argvalues->elements)) {
     llvm::ArrayRef<PyValue> values(parameterSet);
     const PyValue *paramId = nullptr;
     bool isParam =
         parameterSet.kind == PyValue::Kind::Call &&
         (parameterSet.text == "pytest.param" || parameterSet.text == "param");
+    tags.emplace_back();
     if (isParam) {
       values = parameterSet.elements;
       paramId = parameterSet.getKeyword("id");
       if (paramId && paramId->kind == PyValue::Kind::None)
         paramId = nullptr;
+      tags.back() = getParamMarkNames(parameterSet.getKeyword("marks"));
     } else if (argnames->size() > 1) {
       if (!parameterSet.isSequence())
         return std::nullopt;
@@ -279,8 +385,10 @@ std::optional<std::vector<std::string>> fastci::python::computeParametrizeIds(
     if (explicitIds && explicitIds->kind != PyValue::Kind::None) {
       const PyValue &id = explicitIds->elements[index];
       if (id.kind != PyValue::Kind::None) {
-        if (id.kind != PyValue::Kind::Str && id.kind != PyValue::Kind::Int &&
-            id.kind != PyValue::Kind::Float && id.kind != PyValue::Kind::Bool)
+        // ids= entries must be str, bytes, numbers, bools or named objects.
+        if (id.kind != PyValue::Kind::Str && id.kind != PyValue::Kind::Bytes &&
+            id.kind != PyValue::Kind::Int && id.kind != PyValue::Kind::Float &&
+            id.kind != PyValue::Kind::Bool && id.kind != PyValue::Kind::Name)
           return std::nullopt;
         std::optional<std::string> text =
             idFromValue(id, "", index, isLocalDef);
@@ -300,7 +408,10 @@ std::optional<std::vector<std::string>> fastci::python::computeParametrizeIds(
     }
     ids.push_back(llvm::join(parts, "-"));
   }
-  makeUnique(ids);
+  if (!makeUnique(ids))
+    return std::nullopt;
+  if (caseTags)
+    *caseTags = std::move(tags);
   return ids;
 }
 
@@ -309,10 +420,9 @@ bool fastci::python::isPytestTestFile(StringRef fileName) {
          (fileName.starts_with("test_") || fileName.ends_with("_test.py"));
 }
 
-namespace {
 /// The name of the marker a decorator applies (`slow` for
 /// `@pytest.mark.slow` or `@mark.slow(...)`), or "".
-StringRef getMarkerName(const PyValue &decorator) {
+static StringRef getMarkerName(const PyValue &decorator) {
   if (decorator.kind != PyValue::Kind::Name &&
       decorator.kind != PyValue::Kind::Call)
     return {};
@@ -322,134 +432,333 @@ StringRef getMarkerName(const PyValue &decorator) {
   return name.contains('.') ? StringRef() : name;
 }
 
-class Collector {
-public:
-  Collector(StringRef path, FileSummary &summary,
-            llvm::ArrayRef<std::vector<PyValue>> decorators,
-            llvm::ArrayRef<PyValue> moduleMarks)
-      : path(path), summary(summary), decorators(decorators),
-        children(summary.entities.size() + 1) {
-    for (auto [id, entity] : llvm::enumerate(summary.entities))
-      children[entity.parent + 1].push_back(static_cast<LocalId>(id));
-    for (const PyValue &mark : moduleMarks)
-      this->moduleMarks.push_back(&mark);
-  }
+static std::vector<std::string> getParamMarkNames(const PyValue *marks) {
+  std::vector<std::string> names;
+  if (!marks)
+    return names;
+  auto add = [&](const PyValue &mark) {
+    StringRef name = getMarkerName(mark);
+    if (!name.empty() && !llvm::is_contained(names, name))
+      names.push_back(name.str());
+  };
+  if (marks->isSequence())
+    llvm::for_each(marks->elements, add);
+  else
+    add(*marks);
+  return names;
+}
 
-  void run() { collectScope(kModuleScope, path.str(), moduleMarks); }
+//===----------------------------------------------------------------------===//
+// Class headers and bodies, read from the source text
+//===----------------------------------------------------------------------===//
+
+/// Skips a string literal starting at \p i (on its quote) and returns the
+/// offset after it.
+static size_t skipString(StringRef text, size_t i) {
+  char quote = text[i];
+  bool triple = text.substr(i, 3) == std::string(3, quote);
+  size_t pos = i + (triple ? 3 : 1);
+  while (pos < text.size()) {
+    char c = text[pos];
+    if (c == '\\') {
+      pos += 2;
+      continue;
+    }
+    if (!triple && c == '\n')
+      return pos;
+    if (c == quote && (!triple || text.substr(pos, 3) == std::string(3, quote)))
+      return pos + (triple ? 3 : 1);
+    ++pos;
+  }
+  return pos;
+}
+
+/// Reduces one base expression to its dotted name ("" if it is not one).
+static std::string baseToName(StringRef expression) {
+  std::string name;
+  for (char c : expression)
+    if (!llvm::isSpace(c) && c != '\\')
+      name.push_back(c);
+  // `Generic[T]` and `Base[int]` subclass the subscripted class.
+  if (size_t bracket = name.find('['); bracket != std::string::npos) {
+    if (name.back() != ']')
+      return {};
+    name.resize(bracket);
+  }
+  StringRef ref = name;
+  if (ref.empty() || ref.front() == '.' || ref.back() == '.' ||
+      ref.contains(".."))
+    return {};
+  for (char c : ref) {
+    auto uc = static_cast<unsigned char>(c);
+    if (!llvm::isAlnum(c) && c != '_' && c != '.' && uc < 0x80)
+      return {};
+  }
+  if (llvm::isDigit(ref.front()))
+    return {};
+  return name;
+}
+
+std::vector<std::string> fastci::python::parseClassBases(StringRef source,
+                                                         size_t offset) {
+  std::vector<std::string> bases;
+  StringRef text = source.drop_front(std::min(offset, source.size()));
+  if (!text.consume_front("class"))
+    return bases;
+  // The class name, then optional PEP 695 type parameters, then `(`.
+  size_t pos = 0;
+  auto skipSpace = [&] {
+    while (pos < text.size() &&
+           (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\\' ||
+            text[pos] == '\n' || text[pos] == '\r'))
+      ++pos;
+  };
+  skipSpace();
+  while (pos < text.size() && !llvm::isSpace(text[pos]) && text[pos] != '(' &&
+         text[pos] != ':' && text[pos] != '[' && text[pos] != '\\')
+    ++pos;
+  skipSpace();
+  int depth = 0;
+  if (pos < text.size() && text[pos] == '[') {
+    for (; pos < text.size(); ++pos) {
+      if (text[pos] == '[')
+        ++depth;
+      else if (text[pos] == ']' && --depth == 0)
+        break;
+    }
+    ++pos;
+    skipSpace();
+  }
+  if (pos >= text.size() || text[pos] != '(')
+    return bases;
+
+  // Split the argument list at top-level commas, dropping comments.
+  std::vector<std::string> arguments(1);
+  depth = 0;
+  for (++pos; pos < text.size(); ++pos) {
+    char c = text[pos];
+    if (c == '#') {
+      while (pos < text.size() && text[pos] != '\n')
+        ++pos;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      size_t end = skipString(text, pos);
+      arguments.back() += text.slice(pos, end);
+      pos = end - 1;
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ')' || c == ']' || c == '}') {
+      if (depth-- == 0)
+        break;
+    } else if (c == ',' && depth == 0) {
+      arguments.emplace_back();
+      continue;
+    }
+    arguments.back().push_back(c);
+  }
+  for (StringRef argument : arguments) {
+    argument = argument.trim(" \t\r\n\\");
+    if (argument.empty())
+      continue;
+    // Keyword arguments (`metaclass=ABCMeta`) are not bases.
+    size_t length = 0;
+    while (length < argument.size() &&
+           (llvm::isAlnum(argument[length]) || argument[length] == '_'))
+      ++length;
+    StringRef after = argument.drop_front(length).ltrim();
+    if (length && after.starts_with("=") && !after.starts_with("=="))
+      continue;
+    if (argument.starts_with("**"))
+      continue;
+    bases.push_back(argument.starts_with("*") ? std::string()
+                                              : baseToName(argument));
+  }
+  return bases;
+}
+
+/// The `__test__` assignment among the statements of a class body, given
+/// as the text from the end of the header to the end of the class: 1 for
+/// False, 2 for True, 0 when none.
+static uint8_t findTestAttribute(StringRef body) {
+  if (!body.contains("__test__"))
+    return 0;
+  auto check = [](StringRef statement) -> uint8_t {
+    statement = statement.trim();
+    if (!statement.consume_front("__test__"))
+      return 0;
+    statement = statement.ltrim();
+    if (statement.consume_front(":")) // an annotation
+      statement =
+          statement.drop_front(std::min(statement.find('='), statement.size()));
+    if (!statement.consume_front("=") || statement.starts_with("="))
+      return 0;
+    statement = statement.split('#').first.trim();
+    if (statement == "False")
+      return 1;
+    if (statement == "True")
+      return 2;
+    return 0;
+  };
+  // The rest of the header line: a one-line body (`class A: __test__ = 0`).
+  auto [first, rest] = body.split('\n');
+  if (!first.trim().empty() && !first.trim().starts_with("#")) {
+    llvm::SmallVector<StringRef, 4> statements;
+    first.split(statements, ';');
+    for (StringRef statement : statements)
+      if (uint8_t found = check(statement))
+        return found;
+    return 0;
+  }
+  // Otherwise the statements at the body's indentation.
+  std::optional<size_t> indent;
+  uint8_t result = 0;
+  while (!rest.empty()) {
+    StringRef line;
+    std::tie(line, rest) = rest.split('\n');
+    StringRef content = line.ltrim(" \t");
+    if (content.trim().empty() || content.starts_with("#"))
+      continue;
+    size_t lineIndent = line.size() - content.size();
+    if (!indent)
+      indent = lineIndent;
+    if (lineIndent != *indent)
+      continue;
+    // The last assignment wins, as in the class namespace.
+    if (uint8_t found = check(content))
+      result = found;
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// The facts one file contributes
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The byte offsets at which the lines of a text start.
+class LineTable {
+public:
+  explicit LineTable(StringRef text) {
+    starts.push_back(0);
+    for (size_t i = 0; i < text.size(); ++i)
+      if (text[i] == '\n')
+        starts.push_back(i + 1);
+  }
+  size_t offset(uint32_t line, uint32_t column) const {
+    if (line == 0 || line > starts.size())
+      return std::string::npos;
+    return starts[line - 1] + column;
+  }
+  size_t lineEnd(uint32_t line, size_t size) const {
+    return line < starts.size() ? starts[line] : size;
+  }
 
 private:
-  using MarkList = std::vector<const PyValue *>;
+  std::vector<size_t> starts;
+};
 
-  /// The marks \p id's decorators apply, innermost (closest to the `def`)
-  /// first, which is the order pytest applies and iterates them in.
-  MarkList getOwnMarks(LocalId id) const {
-    MarkList marks;
-    for (const PyValue &decorator : llvm::reverse(decorators[id]))
-      if (!getMarkerName(decorator).empty())
-        marks.push_back(&decorator);
-    return marks;
+/// A module-level binding: a definition or an import.
+struct Binding {
+  uint32_t line;
+  /// The entity, or kModuleScope for an import.
+  LocalId entity;
+  /// For an import, the dotted target.
+  std::string target;
+};
+
+/// The module-level bindings of a summary by name, in source order.
+llvm::StringMap<std::vector<Binding>>
+getModuleBindings(const FileSummary &summary) {
+  llvm::StringMap<std::vector<Binding>> bindings;
+  for (auto [id, entity] : llvm::enumerate(summary.entities))
+    if (entity.parent == kModuleScope)
+      bindings[entity.name].push_back(
+          {entity.range.startLine, static_cast<LocalId>(id), {}});
+  for (const EdgeSummary &edge : summary.edges) {
+    if (edge.kind != EdgeKind::Import || edge.from != kModuleScope)
+      continue;
+    StringRef target = edge.target;
+    if (edge.modulePrefix && edge.modulePrefix < target.size()) {
+      // `from m import x` binds x (an `as` alias is not recorded).
+      StringRef name = target.drop_front(edge.modulePrefix + 1);
+      bindings[name].push_back({edge.line, kModuleScope, target.str()});
+    } else if (!edge.modulePrefix) {
+      // `import a.b` binds `a`, to the module `a`.
+      StringRef head = target.split('.').first;
+      bindings[head].push_back({edge.line, kModuleScope, head.str()});
+    }
   }
+  for (auto &entry : bindings)
+    llvm::stable_sort(entry.second, [](const Binding &a, const Binding &b) {
+      return a.line < b.line;
+    });
+  return bindings;
+}
 
+std::string symbolOf(StringRef moduleName, const EntitySummary &entity) {
+  return moduleName.empty() ? entity.qualname
+                            : (moduleName + "." + entity.qualname).str();
+}
+
+/// Converts decorators and `pytestmark` values into MarkSummary records.
+class FactsBuilder {
+public:
+  FactsBuilder(StringRef moduleName, StringRef source, FileSummary &summary,
+               llvm::ArrayRef<std::vector<PyValue>> decorators)
+      : moduleName(moduleName), source(source), summary(summary),
+        decorators(decorators) {}
+
+  void run(llvm::ArrayRef<PyValue> moduleMarks);
+
+private:
+  std::vector<MarkSummary> convertMarks(llvm::ArrayRef<const PyValue *> marks,
+                                        StringRef owner, uint32_t line,
+                                        uint32_t column);
+  std::string resolveBase(StringRef base, uint32_t line);
   bool isLocalDef(StringRef name) const {
-    return llvm::any_of(children[0], [&](LocalId id) {
-      return summary.entities[id].name == name;
+    return llvm::any_of(summary.entities, [&](const EntitySummary &entity) {
+      return entity.parent == kModuleScope && entity.name == name;
     });
   }
 
-  void collectScope(LocalId scope, const std::string &prefix,
-                    const MarkList &inherited);
-  void collectFunction(LocalId id, const std::string &prefix,
-                       const MarkList &marks);
-
-  StringRef path;
+  StringRef moduleName, source;
   FileSummary &summary;
   llvm::ArrayRef<std::vector<PyValue>> decorators;
-  std::vector<std::vector<LocalId>> children;
-  MarkList moduleMarks;
+  /// Built on the first class: most files have none.
+  std::optional<LineTable> lines;
+  std::optional<llvm::StringMap<std::vector<Binding>>> bindings;
 };
 } // namespace
 
-void Collector::collectScope(LocalId scope, const std::string &prefix,
-                             const MarkList &inherited) {
-  // A namespace keeps a name at the position of its first binding and the
-  // value of its last, and pytest walks the namespace.
-  std::vector<StringRef> order;
-  llvm::StringMap<LocalId> last;
-  for (LocalId id : children[scope + 1]) {
-    StringRef name = summary.entities[id].name;
-    auto [it, inserted] = last.try_emplace(name, id);
-    if (inserted)
-      order.push_back(name);
-    else
-      it->second = id;
-  }
-  for (StringRef name : order) {
-    LocalId id = last[name];
-    const EntitySummary &entity = summary.entities[id];
-    if (entity.kind == EntityKind::Class) {
-      if (!name.starts_with("Test"))
-        continue;
-      // pytest refuses classes with a constructor (with a warning).
-      bool hasConstructor = llvm::any_of(children[id + 1], [&](LocalId m) {
-        StringRef member = summary.entities[m].name;
-        return summary.entities[m].kind == EntityKind::Function &&
-               (member == "__init__" || member == "__new__");
-      });
-      if (hasConstructor)
-        continue;
-      MarkList marks = getOwnMarks(id);
-      llvm::append_range(marks, inherited);
-      collectScope(id, prefix + "::" + name.str(), marks);
-      continue;
-    }
-    if (name.starts_with("test") && !entity.isFixture) {
-      MarkList marks = getOwnMarks(id);
-      llvm::append_range(marks, inherited);
-      collectFunction(id, prefix, marks);
-    }
-  }
-}
-
-void Collector::collectFunction(LocalId id, const std::string &prefix,
-                                const MarkList &marks) {
-  const EntitySummary &entity = summary.entities[id];
-  TestSummary base;
-  base.entry = id;
-  llvm::StringSet<> seenTags;
-  std::vector<std::vector<std::string>> cases = {{}};
-  bool hasParametrize = false, undetermined = false, seenFastci = false;
+std::vector<MarkSummary>
+FactsBuilder::convertMarks(llvm::ArrayRef<const PyValue *> marks,
+                           StringRef owner, uint32_t line, uint32_t column) {
+  std::vector<MarkSummary> result;
   for (const PyValue *mark : marks) {
-    StringRef marker = getMarkerName(*mark);
-    if (marker == "parametrize") {
-      hasParametrize = true;
-      if (undetermined)
-        continue;
+    MarkSummary &summaryMark = result.emplace_back();
+    summaryMark.name = getMarkerName(*mark).str();
+    if (summaryMark.name == "parametrize") {
       std::optional<std::vector<std::string>> ids = computeParametrizeIds(
-          *mark, [&](StringRef name) { return isLocalDef(name); });
-      if (!ids) {
-        undetermined = true;
-        continue;
-      }
-      std::vector<std::vector<std::string>> product;
-      for (const std::vector<std::string> &prefixIds : cases)
-        for (const std::string &id : *ids) {
-          product.push_back(prefixIds);
-          product.back().push_back(id);
-        }
-      cases = std::move(product);
+          *mark, [&](StringRef name) { return isLocalDef(name); },
+          &summaryMark.caseTags);
+      summaryMark.idsKnown = ids.has_value();
+      if (ids)
+        summaryMark.ids = std::move(*ids);
+      else
+        summaryMark.caseTags.clear();
       continue;
     }
-    if (seenTags.insert(marker).second)
-      base.tags.push_back(marker.str());
-    if (marker != "fastci" || seenFastci)
+    if (summaryMark.name != "fastci")
       continue;
-    seenFastci = true;
     bool literal = mark->kind == PyValue::Kind::Call;
     if (const PyValue *scope = mark->getKeyword("scope")) {
       literal &= scope->isSequence();
       for (const PyValue &element : scope->elements) {
         if (element.kind == PyValue::Kind::Str)
-          base.scope.push_back(element.text);
+          summaryMark.scope.push_back(element.text);
         else
           literal = false;
       }
@@ -480,34 +789,590 @@ void Collector::collectFunction(LocalId id, const std::string &prefix,
           literal = false;
           continue;
         }
-        base.workload.push_back({key.text, std::move(attr)});
+        summaryMark.workload.push_back({key.text, std::move(attr)});
       }
     }
     if (!literal)
       summary.warnings.push_back(
-          {entity.range.startLine, entity.range.startColumn + 1,
-           "@pytest.mark.fastci on '" + entity.name +
+          {line, column,
+           "@pytest.mark.fastci on '" + owner.str() +
                "' takes literal scope=[...] and workload={...}; "
                "non-literal parts ignored"});
   }
+  return result;
+}
 
+std::string FactsBuilder::resolveBase(StringRef base, uint32_t line) {
+  // The binding of the head in effect where the class is defined: the
+  // last one above it (Python runs the module top to bottom).
+  auto [head, rest] = base.split('.');
+  auto it = bindings->find(head);
+  if (it == bindings->end())
+    return base.str();
+  const Binding *binding = &it->second.front();
+  for (const Binding &candidate : it->second)
+    if (candidate.line < line)
+      binding = &candidate;
+  std::string resolved =
+      binding->entity == kModuleScope
+          ? binding->target
+          : symbolOf(moduleName, summary.entities[binding->entity]);
+  return rest.empty() ? resolved : resolved + "." + rest.str();
+}
+
+void FactsBuilder::run(llvm::ArrayRef<PyValue> moduleMarkValues) {
+  for (auto [index, entity] : llvm::enumerate(summary.entities)) {
+    LocalId id = static_cast<LocalId>(index);
+    bool inScope = entity.parent == kModuleScope ||
+                   summary.entities[entity.parent].kind == EntityKind::Class;
+    bool isClass = entity.kind == EntityKind::Class;
+    if (!isClass && !(inScope && StringRef(entity.name).starts_with("test")))
+      continue;
+    PytestEntitySummary facts;
+    facts.entity = id;
+    // pytest applies (and iterates) marks innermost first.
+    std::vector<const PyValue *> marks;
+    if (static_cast<size_t>(id) < decorators.size())
+      for (const PyValue &decorator : llvm::reverse(decorators[id]))
+        if (!getMarkerName(decorator).empty())
+          marks.push_back(&decorator);
+    facts.marks = convertMarks(marks, entity.name, entity.range.startLine,
+                               entity.range.startColumn + 1);
+    if (isClass) {
+      if (!lines) {
+        lines.emplace(source);
+        bindings.emplace(getModuleBindings(summary));
+      }
+      size_t offset =
+          lines->offset(entity.range.startLine, entity.range.startColumn);
+      if (offset < source.size()) {
+        for (const std::string &base : parseClassBases(source, offset))
+          facts.bases.push_back(
+              base.empty() ? base : resolveBase(base, entity.range.startLine));
+        // The body: from the header's end to the class's end.
+        size_t colon = offset;
+        int depth = 0;
+        for (; colon < source.size(); ++colon) {
+          char c = source[colon];
+          if (c == '"' || c == '\'') {
+            colon = skipString(source, colon) - 1;
+          } else if (c == '#') {
+            colon = std::min(source.find('\n', colon), source.size()) - 1;
+          } else if (c == '(' || c == '[' || c == '{') {
+            ++depth;
+          } else if (c == ')' || c == ']' || c == '}') {
+            --depth;
+          } else if (c == ':' && depth == 0) {
+            break;
+          }
+        }
+        size_t end = lines->lineEnd(entity.range.endLine, source.size());
+        if (colon < end)
+          facts.testAttribute = findTestAttribute(source.slice(colon + 1, end));
+      }
+    }
+    if (!facts.marks.empty() || !facts.bases.empty() || facts.testAttribute)
+      summary.pytestEntities.push_back(std::move(facts));
+  }
+  std::vector<const PyValue *> marks;
+  for (const PyValue &mark : moduleMarkValues)
+    if (!getMarkerName(mark).empty())
+      marks.push_back(&mark);
+  summary.moduleMarks = convertMarks(marks, "pytestmark", 0, 0);
+}
+
+//===----------------------------------------------------------------------===//
+// Collection
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// An entity of some file of the repository.
+struct EntityRef {
+  uint32_t file = 0;
+  LocalId id = kModuleScope;
+  bool operator==(const EntityRef &other) const {
+    return file == other.file && id == other.id;
+  }
+};
+
+/// One file as collection sees it, with indexes over its summary.
+struct FileView {
+  StringRef path, moduleName;
+  FileSummary *summary = nullptr;
+  /// Children of each entity (index parent + 1), in source order.
+  std::vector<std::vector<LocalId>> children;
+  llvm::DenseMap<LocalId, const PytestEntitySummary *> facts;
+  llvm::StringMap<std::vector<Binding>> bindings;
+
+  FileView(StringRef path, StringRef moduleName, FileSummary *summary)
+      : path(path), moduleName(moduleName), summary(summary),
+        children(summary->entities.size() + 1),
+        bindings(getModuleBindings(*summary)) {
+    for (auto [id, entity] : llvm::enumerate(summary->entities))
+      children[entity.parent + 1].push_back(static_cast<LocalId>(id));
+    for (const PytestEntitySummary &entry : summary->pytestEntities)
+      facts[entry.entity] = &entry;
+  }
+
+  const EntitySummary &entity(LocalId id) const {
+    return summary->entities[id];
+  }
+  const PytestEntitySummary *getFacts(LocalId id) const {
+    return facts.lookup(id);
+  }
+};
+
+/// The files collection can see: one (a file analysed alone) or all.
+class Repository {
+public:
+  void addFile(StringRef path, StringRef moduleName, FileSummary *summary) {
+    uint32_t index = files.size();
+    files.emplace_back(path, moduleName, summary);
+    modules.try_emplace(moduleName, index);
+    // Only what collection looks up: base classes and imported tests.
+    for (auto [id, entity] : llvm::enumerate(summary->entities))
+      if (entity.kind == EntityKind::Class ||
+          StringRef(entity.name).starts_with("test"))
+        symbols.try_emplace(symbolOf(moduleName, entity),
+                            EntityRef{index, static_cast<LocalId>(id)});
+  }
+
+  /// The class or function a dotted name denotes, following re-exports
+  /// (`from .common import Base` in a package's `__init__.py`).
+  std::optional<EntityRef> resolve(StringRef dotted) const {
+    std::string name = dotted.str();
+    for (unsigned hop = 0; hop < 8; ++hop) {
+      auto it = symbols.find(name);
+      if (it != symbols.end())
+        return it->second;
+      auto [module, last] = StringRef(name).rsplit('.');
+      auto file = modules.find(module);
+      if (last.empty() || file == modules.end())
+        return std::nullopt;
+      auto binding = files[file->second].bindings.find(last);
+      if (binding == files[file->second].bindings.end() ||
+          binding->second.back().entity != kModuleScope)
+        return std::nullopt;
+      name = binding->second.back().target;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<FileView> files;
+
+private:
+  llvm::StringMap<uint32_t> modules;
+  llvm::StringMap<EntityRef> symbols;
+};
+
+/// Base classes that are known to contribute no tests, `__init__` or
+/// `__test__` pytest would see.
+bool isInertBase(StringRef name) {
+  static const char *const kInert[] = {"object",
+                                       "abc.ABC",
+                                       "typing.Generic",
+                                       "typing.Protocol",
+                                       "unittest.TestCase",
+                                       "unittest.IsolatedAsyncioTestCase"};
+  return llvm::is_contained(kInert, name);
+}
+
+/// Collects the items of one test file.
+class ItemCollector {
+public:
+  ItemCollector(const Repository &repo, uint32_t file)
+      : repo(repo), file(file), view(repo.files[file]) {}
+
+  std::vector<TestSummary> run();
+
+private:
+  /// Marks in iteration order, and whether their parametrize order
+  /// differs between pytest versions.
+  struct MarkChain {
+    std::vector<const MarkSummary *> marks;
+    bool ambiguousOrder = false;
+  };
+
+  std::vector<EntityRef> getMro(EntityRef cls, bool &unknown,
+                                unsigned depth = 0);
+  /// A namespace's names in order of first binding, each with its last
+  /// value (an entity of the namespace's file, or an imported one).
+  std::vector<std::pair<std::string, std::optional<EntityRef>>>
+  getNamespace(EntityRef scope) const;
+  void collectClass(EntityRef cls, StringRef name, const std::string &prefix,
+                    const MarkChain &outer, unsigned depth);
+  void collectFunction(EntityRef function, const std::string &prefix,
+                       const MarkChain &outer);
+  bool isTestFunction(EntityRef ref) const {
+    const EntitySummary &entity = repo.files[ref.file].entity(ref.id);
+    return entity.kind == EntityKind::Function &&
+           StringRef(entity.name).starts_with("test") && !entity.isFixture;
+  }
+  void setEntry(TestSummary &test, EntityRef entry, LocalId fallback) const {
+    if (entry.file == file) {
+      test.entry = entry.id;
+      return;
+    }
+    const FileView &other = repo.files[entry.file];
+    test.entry = fallback;
+    test.entrySymbol = symbolOf(other.moduleName, other.entity(entry.id));
+  }
+  static void addTag(std::vector<std::string> &tags, StringRef name) {
+    if (name != "parametrize" && !llvm::is_contained(tags, name))
+      tags.push_back(name.str());
+  }
+
+  const Repository &repo;
+  uint32_t file;
+  const FileView &view;
+  std::vector<TestSummary> tests;
+  /// The local class the items being collected belong to (an entry for
+  /// tests whose function lives in another file).
+  LocalId localClass = kModuleScope;
+  llvm::DenseMap<std::pair<uint32_t, LocalId>, std::vector<EntityRef>> mros;
+};
+} // namespace
+
+std::vector<EntityRef> ItemCollector::getMro(EntityRef cls, bool &unknown,
+                                             unsigned depth) {
+  auto cached = mros.find({cls.file, cls.id});
+  if (cached != mros.end() && depth == 0)
+    return cached->second;
+  std::vector<EntityRef> result = {cls};
+  // A cycle cannot exist in Python; a misresolved name could make one.
+  if (depth > 32) {
+    unknown = true;
+    return result;
+  }
+  std::vector<std::vector<EntityRef>> sequences;
+  std::vector<EntityRef> bases;
+  if (const PytestEntitySummary *facts = repo.files[cls.file].getFacts(cls.id))
+    for (const std::string &base : facts->bases) {
+      if (isInertBase(base))
+        continue;
+      std::optional<EntityRef> ref =
+          base.empty() ? std::nullopt : repo.resolve(base);
+      if (!ref ||
+          repo.files[ref->file].entity(ref->id).kind != EntityKind::Class) {
+        unknown = true;
+        continue;
+      }
+      bases.push_back(*ref);
+      sequences.push_back(getMro(*ref, unknown, depth + 1));
+    }
+  sequences.push_back(bases);
+  // C3 linearization: repeatedly take the first head that is in no tail.
+  for (;;) {
+    llvm::erase_if(sequences,
+                   [](const std::vector<EntityRef> &s) { return s.empty(); });
+    if (sequences.empty())
+      break;
+    std::optional<EntityRef> next;
+    for (const std::vector<EntityRef> &candidate : sequences) {
+      EntityRef head = candidate.front();
+      bool inTail = llvm::any_of(sequences, [&](const auto &s) {
+        return std::find(s.begin() + 1, s.end(), head) != s.end();
+      });
+      if (!inTail) {
+        next = head;
+        break;
+      }
+    }
+    if (!next) {
+      // Python rejects an inconsistent hierarchy; take what is left in
+      // order rather than guess further.
+      unknown = true;
+      for (const auto &s : sequences)
+        for (EntityRef ref : s)
+          if (!llvm::is_contained(result, ref))
+            result.push_back(ref);
+      break;
+    }
+    result.push_back(*next);
+    for (auto &s : sequences)
+      if (s.front() == *next)
+        s.erase(s.begin());
+  }
+  if (depth == 0)
+    mros[{cls.file, cls.id}] = result;
+  return result;
+}
+
+std::vector<std::pair<std::string, std::optional<EntityRef>>>
+ItemCollector::getNamespace(EntityRef scope) const {
+  const FileView &owner = repo.files[scope.file];
+  // Definitions, and at module level the names imports bind, by line.
+  struct Entry {
+    uint32_t line;
+    std::string name;
+    std::optional<EntityRef> value;
+  };
+  std::vector<Entry> entries;
+  for (LocalId id : owner.children[scope.id + 1])
+    entries.push_back({owner.entity(id).range.startLine, owner.entity(id).name,
+                       EntityRef{scope.file, id}});
+  if (scope.id == kModuleScope)
+    for (const auto &[name, bindings] : owner.bindings)
+      for (const Binding &binding : bindings)
+        if (binding.entity == kModuleScope)
+          entries.push_back(
+              {binding.line, name.str(), repo.resolve(binding.target)});
+  llvm::stable_sort(
+      entries, [](const Entry &a, const Entry &b) { return a.line < b.line; });
+  std::vector<std::pair<std::string, std::optional<EntityRef>>> result;
+  llvm::StringMap<size_t> position;
+  for (Entry &entry : entries) {
+    auto [it, inserted] = position.try_emplace(entry.name, result.size());
+    if (inserted)
+      result.emplace_back(entry.name, entry.value);
+    else
+      result[it->second].second = entry.value;
+  }
+  return result;
+}
+
+std::vector<TestSummary> ItemCollector::run() {
+  MarkChain moduleChain;
+  for (const MarkSummary &mark : view.summary->moduleMarks)
+    moduleChain.marks.push_back(&mark);
+  for (const auto &[name, value] : getNamespace({file, kModuleScope})) {
+    if (!value)
+      continue;
+    const EntitySummary &entity = repo.files[value->file].entity(value->id);
+    localClass = kModuleScope;
+    if (entity.kind == EntityKind::Class &&
+        StringRef(name).starts_with("Test")) {
+      if (value->file == file)
+        localClass = value->id;
+      collectClass(*value, name, view.path.str() + "::" + name, moduleChain, 0);
+    } else if (isTestFunction(*value) && StringRef(name).starts_with("test")) {
+      collectFunction(*value, view.path.str(), moduleChain);
+    }
+  }
+  return std::move(tests);
+}
+
+void ItemCollector::collectClass(EntityRef cls, StringRef name,
+                                 const std::string &prefix,
+                                 const MarkChain &outer, unsigned depth) {
+  if (depth > 32)
+    return;
+  bool unknown = false;
+  std::vector<EntityRef> mro = getMro(cls, unknown);
+  // `__test__` is looked up along the MRO.
+  for (EntityRef ref : mro)
+    if (const PytestEntitySummary *facts =
+            repo.files[ref.file].getFacts(ref.id))
+      if (facts->testAttribute) {
+        if (facts->testAttribute == 1)
+          return;
+        break;
+      }
+  // pytest refuses classes with a constructor (with a warning), inherited
+  // ones included.
+  for (EntityRef ref : mro)
+    for (LocalId member : repo.files[ref.file].children[ref.id + 1]) {
+      const EntitySummary &entity = repo.files[ref.file].entity(member);
+      if (entity.kind == EntityKind::Function &&
+          (entity.name == "__init__" || entity.name == "__new__"))
+        return;
+    }
+
+  // Class marks: pytest >= 7.3 takes them base-first (reverse MRO), 7.2
+  // subclass-first; parametrize ids depend on that order only when two
+  // classes of the MRO parametrize.
+  MarkChain chain;
+  unsigned parametrizing = 0;
+  for (EntityRef ref : llvm::reverse(mro)) {
+    const PytestEntitySummary *facts = repo.files[ref.file].getFacts(ref.id);
+    if (!facts)
+      continue;
+    bool any = false;
+    for (const MarkSummary &mark : facts->marks) {
+      chain.marks.push_back(&mark);
+      any |= mark.name == "parametrize";
+    }
+    parametrizing += any;
+  }
+  chain.ambiguousOrder = outer.ambiguousOrder || parametrizing > 1;
+  llvm::append_range(chain.marks, outer.marks);
+
+  if (unknown) {
+    // A base we cannot see may hold more tests: an item for the whole
+    // class (pytest runs all of a class given its node id).
+    TestSummary item;
+    item.nodeId = prefix;
+    setEntry(item, cls, localClass);
+    for (const MarkSummary *mark : chain.marks)
+      addTag(item.tags, mark->name);
+    item.inheritedUnknown = true;
+    tests.push_back(std::move(item));
+  }
+
+  // Members by class along the MRO, a name taken from the first class that
+  // has it; base classes' members come first.
+  llvm::StringSet<> seen;
+  std::vector<std::vector<std::pair<std::string, EntityRef>>> groups;
+  for (EntityRef ref : mro) {
+    auto &group = groups.emplace_back();
+    for (auto &[memberName, value] : getNamespace(ref))
+      if (value && seen.insert(memberName).second)
+        group.emplace_back(memberName, *value);
+  }
+  for (const auto &group : llvm::reverse(groups))
+    for (const auto &[memberName, member] : group) {
+      const EntitySummary &entity = repo.files[member.file].entity(member.id);
+      if (entity.kind == EntityKind::Class &&
+          StringRef(memberName).starts_with("Test")) {
+        LocalId saved = localClass;
+        if (member.file == file)
+          localClass = member.id;
+        collectClass(member, memberName, prefix + "::" + memberName, chain,
+                     depth + 1);
+        localClass = saved;
+      } else if (isTestFunction(member) &&
+                 StringRef(memberName).starts_with("test")) {
+        collectFunction(member, prefix, chain);
+      }
+    }
+}
+
+void ItemCollector::collectFunction(EntityRef function,
+                                    const std::string &prefix,
+                                    const MarkChain &outer) {
+  const FileView &owner = repo.files[function.file];
+  const EntitySummary &entity = owner.entity(function.id);
+  TestSummary base;
+  setEntry(base, function, localClass);
+  std::vector<const MarkSummary *> marks;
+  if (const PytestEntitySummary *facts = owner.getFacts(function.id))
+    for (const MarkSummary &mark : facts->marks)
+      marks.push_back(&mark);
+  size_t ownMarks = marks.size();
+  llvm::append_range(marks, outer.marks);
+
+  // Each parametrize multiplies the cases; the first one iterated (the
+  // decorator nearest the def) varies slowest and comes first in the id.
+  struct Case {
+    std::vector<std::string> ids;
+    std::vector<std::string> tags;
+  };
+  std::vector<Case> cases(1);
+  bool hasParametrize = false, undetermined = false, seenFastci = false;
+  std::vector<std::string> ownTags, outerTags;
+  for (auto [index, mark] : llvm::enumerate(marks)) {
+    addTag(index < ownMarks ? ownTags : outerTags, mark->name);
+    if (mark->name == "parametrize") {
+      hasParametrize = true;
+      // A class-level mark's position depends on the pytest version when
+      // several classes of the MRO parametrize.
+      if (!mark->idsKnown || (index >= ownMarks && outer.ambiguousOrder)) {
+        undetermined = true;
+        continue;
+      }
+      std::vector<Case> product;
+      for (const Case &prefixCase : cases)
+        for (auto [caseIndex, id] : llvm::enumerate(mark->ids)) {
+          Case &next = product.emplace_back(prefixCase);
+          next.ids.push_back(id);
+          if (caseIndex < mark->caseTags.size())
+            for (const std::string &tag : mark->caseTags[caseIndex])
+              addTag(next.tags, tag);
+        }
+      cases = std::move(product);
+      continue;
+    }
+    if (mark->name == "fastci" && !seenFastci) {
+      seenFastci = true;
+      base.scope = mark->scope;
+      base.workload = mark->workload;
+    }
+  }
   std::string nodeId = prefix + "::" + entity.name;
+  auto makeTags = [&](llvm::ArrayRef<std::string> caseTags) {
+    // pytest's order: the function's marks, the case's, then the class's
+    // and the module's.
+    std::vector<std::string> tags = ownTags;
+    for (const std::string &tag : caseTags)
+      addTag(tags, tag);
+    for (const std::string &tag : outerTags)
+      addTag(tags, tag);
+    return tags;
+  };
   if (!hasParametrize || undetermined) {
     base.nodeId = std::move(nodeId);
     base.parametrized = hasParametrize;
-    summary.tests.push_back(std::move(base));
+    base.tags = makeTags({});
+    tests.push_back(std::move(base));
     return;
   }
-  for (const std::vector<std::string> &ids : cases) {
+  for (const Case &parametrized : cases) {
     TestSummary test = base;
-    test.nodeId = nodeId + "[" + llvm::join(ids, "-") + "]";
-    summary.tests.push_back(std::move(test));
+    test.nodeId = nodeId + "[" + llvm::join(parametrized.ids, "-") + "]";
+    test.tags = makeTags(parametrized.tags);
+    tests.push_back(std::move(test));
   }
 }
 
 void fastci::python::collectPytestItems(
-    StringRef path, FileSummary &summary,
-    llvm::ArrayRef<std::vector<PyValue>> decorators,
+    StringRef path, StringRef moduleName, StringRef source,
+    FileSummary &summary, llvm::ArrayRef<std::vector<PyValue>> decorators,
     llvm::ArrayRef<PyValue> moduleMarks) {
-  Collector(path, summary, decorators, moduleMarks).run();
+  FactsBuilder(moduleName, source, summary, decorators).run(moduleMarks);
+  if (!isPytestTestFile(path.substr(path.rfind('/') + 1)))
+    return;
+  Repository repo;
+  repo.addFile(path, moduleName, &summary);
+  summary.tests = ItemCollector(repo, 0).run();
+}
+
+/// True when the items of a test file may depend on other files: a class
+/// with a base that is not one of the file's classes, or a `Test*`/`test*`
+/// name imported at module level. Other files keep their per-file items,
+/// which keeps the link step cheap on large repositories.
+static bool dependsOnOtherFiles(StringRef moduleName,
+                                const FileSummary &summary) {
+  llvm::StringSet<> local;
+  for (const EntitySummary &entity : summary.entities)
+    if (entity.kind == EntityKind::Class)
+      local.insert(symbolOf(moduleName, entity));
+  for (const PytestEntitySummary &facts : summary.pytestEntities)
+    for (const std::string &base : facts.bases)
+      if (!base.empty() && !isInertBase(base) && !local.contains(base))
+        return true;
+  for (const EdgeSummary &edge : summary.edges) {
+    if (edge.kind != EdgeKind::Import || edge.from != kModuleScope ||
+        !edge.modulePrefix || edge.modulePrefix >= edge.target.size())
+      continue;
+    StringRef name = StringRef(edge.target).drop_front(edge.modulePrefix + 1);
+    if (name.starts_with("Test") || name.starts_with("test"))
+      return true;
+  }
+  return false;
+}
+
+void fastci::python::linkPytestItems(
+    llvm::ArrayRef<SourceFile> files,
+    llvm::function_ref<FileSummary *(size_t)> summaryOf) {
+  std::vector<size_t> dependent;
+  for (auto [index, file] : llvm::enumerate(files)) {
+    StringRef path = file.path;
+    FileSummary *summary = summaryOf(index);
+    if (summary && isPytestTestFile(path.substr(path.rfind('/') + 1)) &&
+        dependsOnOtherFiles(file.moduleName, *summary))
+      dependent.push_back(index);
+  }
+  if (dependent.empty())
+    return;
+  Repository repo;
+  llvm::DenseMap<size_t, uint32_t> positions;
+  for (auto [index, file] : llvm::enumerate(files))
+    if (FileSummary *summary = summaryOf(index)) {
+      positions[index] = repo.files.size();
+      repo.addFile(file.path, file.moduleName, summary);
+    }
+  for (size_t index : dependent) {
+    uint32_t position = positions[index];
+    repo.files[position].summary->tests = ItemCollector(repo, position).run();
+  }
 }

@@ -10,6 +10,7 @@
 #include "fastci/Python/RepositoryImporter.h"
 #include "fastci/Python/Analyzer.h"
 #include "fastci/Python/FileSummary.h"
+#include "fastci/Python/Pytest.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
@@ -22,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -107,13 +109,15 @@ private:
     llvm::sys::path::append(path, relPath);
     return std::string(path);
   }
-  /// Interns \p symbol, suffixing `#2`, `#3`, ... when it is taken.
+  /// \p symbol, or when it is taken the first free `symbol#N` (N >= 2,
+  /// counting on from the last one handed out); the caller adds it.
   std::string makeUnique(std::string symbol);
 
   Module &module;
   const ImportOptions &options;
   DiagnosticEngine &diag;
   ImportStatistics &stats;
+  /// For each taken symbol, the last N of `symbol#N` handed out.
   llvm::StringMap<unsigned> symbolCounts;
 };
 } // namespace
@@ -185,13 +189,16 @@ void Importer::writeCache(StringRef cachePath,
 }
 
 std::string Importer::makeUnique(std::string symbol) {
-  unsigned count = ++symbolCounts[symbol];
-  if (count == 1 && module.lookupEntity(symbol) == kNoEntity)
+  // Every name returned here is added to the module at once, so a symbol
+  // that is not taken has never been handed out: the common case costs one
+  // lookup and no counter.
+  if (module.lookupEntity(symbol) == kNoEntity)
     return symbol;
-  for (;; ++count) {
-    std::string candidate = symbol + "#" + std::to_string(std::max(count, 2u));
+  unsigned &taken = symbolCounts[symbol];
+  for (unsigned count = std::max(taken + 1, 2u);; ++count) {
+    std::string candidate = symbol + "#" + std::to_string(count);
     if (module.lookupEntity(candidate) == kNoEntity) {
-      symbolCounts[symbol] = count;
+      taken = count;
       return candidate;
     }
   }
@@ -217,13 +224,32 @@ LogicalResult Importer::run() {
     ProgressBar progress(files.size(), options.showProgress);
     tbb::task_arena arena(options.jobs ? static_cast<int>(options.jobs)
                                        : tbb::task_arena::automatic);
+    // Largest files first, each taken by whichever thread is free next, so
+    // that the run ends with small files on every thread rather than one
+    // thread finishing a large file alone.
+    std::vector<size_t> order(files.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return files[a].size > files[b].size;
+    });
+    std::atomic<size_t> next{0};
     arena.execute([&] {
-      tbb::parallel_for(size_t(0), files.size(), [&](size_t i) {
-        results[i] = processFile(files[i]);
-        progress.tick();
-      });
+      tbb::parallel_for(
+          0, arena.max_concurrency(),
+          [&](int) {
+            for (size_t k; (k = next.fetch_add(1)) < order.size();) {
+              size_t i = order[k];
+              results[i] = processFile(files[i]);
+              progress.tick();
+            }
+          },
+          tbb::simple_partitioner());
     });
   }
+  // Tests inherited across modules need every file's summary.
+  linkPytestItems(files, [&](size_t i) {
+    return results[i].summary ? &*results[i].summary : nullptr;
+  });
 
   // Entities first, for every file, so that edges can resolve across files.
   struct Placed {
@@ -304,12 +330,17 @@ LogicalResult Importer::run() {
       TestId id = module.addTest(testSummary.nodeId);
       Test &test = module.getTest(id);
       test.entry = localToId(testSummary.entry);
+      if (!testSummary.entrySymbol.empty() &&
+          module.lookupEntity(testSummary.entrySymbol) != kNoEntity)
+        test.entry = module.lookupEntity(testSummary.entrySymbol);
       test.tags = testSummary.tags;
       test.scope = testSummary.scope;
       for (const WorkloadValue &value : testSummary.workload)
         test.workload.set(value.key, value.value);
       if (testSummary.parametrized)
         test.attrs.set("parametrized", Attribute::getBool(true));
+      if (testSummary.inheritedUnknown)
+        test.attrs.set("inherited-unknown", Attribute::getBool(true));
     }
   }
   return success();

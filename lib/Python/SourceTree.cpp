@@ -88,7 +88,8 @@ public:
 
   void walk(StringRef relDir, StringRef absDir);
 
-  std::vector<std::string> files;
+  /// Selected files: path relative to the root, and size.
+  std::vector<std::pair<std::string, uint64_t>> files;
   llvm::StringSet<> packages;
 
 private:
@@ -98,7 +99,7 @@ private:
 
   const SourceTreeOptions &options;
   DiagnosticEngine &diag;
-  GitIgnoreStack ignores;
+  GitIgnoreStack ignores = loadRepositoryIgnores(options.root);
   std::set<fs::UniqueID> ancestors;
 };
 } // namespace
@@ -135,6 +136,7 @@ void Walker::walk(StringRef relDir, StringRef absDir) {
   struct Entry {
     std::string name;
     bool isDir;
+    uint64_t size;
   };
   std::vector<Entry> entries;
   std::error_code ec;
@@ -146,15 +148,18 @@ void Walker::walk(StringRef relDir, StringRef absDir) {
     if (!status)
       continue;
     fs::file_type type = status->type();
+    uint64_t size = status->getSize();
     if (type == fs::file_type::symlink_file) {
       fs::file_status target;
       if (fs::status(it->path(), target))
         continue;
       type = target.type();
+      size = target.getSize();
     }
     if (type == fs::file_type::directory_file ||
         type == fs::file_type::regular_file)
-      entries.push_back({name.str(), type == fs::file_type::directory_file});
+      entries.push_back(
+          {name.str(), type == fs::file_type::directory_file, size});
   }
   if (ec) {
     warn(absDir, "cannot read directory: " + ec.message());
@@ -189,7 +194,7 @@ void Walker::walk(StringRef relDir, StringRef absDir) {
       continue;
     if (!options.include.empty() && !matchesAnyGlob(options.include, relPath))
       continue;
-    files.push_back(std::move(relPath));
+    files.emplace_back(std::move(relPath), entry.size);
   }
 }
 
@@ -208,10 +213,10 @@ fastci::python::collectSourceFiles(const SourceTreeOptions &options,
   llvm::sort(walker.files);
   std::vector<SourceFile> result;
   result.reserve(walker.files.size());
-  for (std::string &path : walker.files) {
+  for (auto &[path, size] : walker.files) {
     std::string module = computeModuleName(
         path, [&](StringRef dir) { return walker.packages.contains(dir); });
-    result.push_back({std::move(path), std::move(module)});
+    result.push_back({std::move(path), std::move(module), size});
   }
   return result;
 }

@@ -72,6 +72,35 @@ struct WorkloadValue {
   Attribute value;
 };
 
+/// A pytest mark reduced to what collection needs, so that a subclass in
+/// another file can inherit it without the decorator's syntax.
+struct MarkSummary {
+  /// The marker name (`parametrize`, `slow`, `fastci`, ...).
+  std::string name;
+  /// parametrize: whether its case ids are static, the ids, and for each
+  /// case the marker names its `pytest.param(marks=...)` adds.
+  bool idsKnown = false;
+  std::vector<std::string> ids;
+  std::vector<std::vector<std::string>> caseTags;
+  /// fastci: the literal parts of scope=[...] and workload={...}.
+  std::vector<std::string> scope;
+  std::vector<WorkloadValue> workload;
+};
+
+/// What pytest collection needs to know of a class or a `test*` function
+/// beyond its EntitySummary (kept only when not empty).
+struct PytestEntitySummary {
+  LocalId entity = kModuleScope;
+  /// Its marks, innermost decorator first (pytest's order).
+  std::vector<MarkSummary> marks;
+  /// Classes: one entry per positional base, the dotted name resolved
+  /// through the file's bindings (`pkg.common.BaseTests`), "" when the base
+  /// is not a name.
+  std::vector<std::string> bases;
+  /// Classes: `__test__` assigned in the body: 0 no, 1 False, 2 True.
+  uint8_t testAttribute = 0;
+};
+
 /// A pytest item.
 struct TestSummary {
   /// The node id as pytest prints it.
@@ -87,6 +116,13 @@ struct TestSummary {
   std::vector<std::string> scope;
   /// From `@pytest.mark.fastci(workload={...})`.
   std::vector<WorkloadValue> workload;
+  /// Set for an inherited test whose function lives in another file: its
+  /// symbol (\c entry then names the class that inherits it).
+  std::string entrySymbol;
+  /// Set on the item standing for a whole test class (node id
+  /// `path::Class`) when a base class could not be resolved, so which tests
+  /// it inherits is not known.
+  bool inheritedUnknown = false;
 };
 
 /// A problem found in the file (it never stops the run).
@@ -110,6 +146,11 @@ struct FileSummary {
   std::vector<EdgeSummary> edges;
   std::vector<TestSummary> tests;
   std::vector<FileWarning> warnings;
+  /// Pytest facts of classes and test functions, in entity order, and the
+  /// marks of the module's `pytestmark`: what collecting a subclass in
+  /// another file needs (see linkPytestItems).
+  std::vector<PytestEntitySummary> pytestEntities;
+  std::vector<MarkSummary> moduleMarks;
 };
 
 /// Serializes \p summary in the cache's binary form.

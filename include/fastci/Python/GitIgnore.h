@@ -6,8 +6,10 @@
 // overriding earlier ones, `!` negation (which cannot re-include a file whose
 // parent directory is excluded), patterns anchored by a leading or middle
 // slash, `**` spanning directories, directory-only patterns with a trailing
-// slash, character classes and backslash escapes. The same glob matcher
-// serves the pass's include= and exclude= options.
+// slash, character classes and backslash escapes. Like git, the walk also
+// honours `$GIT_DIR/info/exclude`, `core.excludesFile` and the .gitignore
+// files above the walk's root. The same glob matcher serves the pass's
+// include= and exclude= options.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FASTCI_PYTHON_GITIGNORE_H
@@ -38,6 +40,14 @@ public:
   /// with `!`, and nothing when no pattern of this file matches.
   std::optional<bool> match(llvm::StringRef path, bool isDir) const;
 
+  /// Parses the patterns of an exclude file that lies above the walk's
+  /// root: `$GIT_DIR/info/exclude`, `core.excludesFile`, or a .gitignore of
+  /// a directory between the work tree's top and the root. \p rootPrefix is
+  /// the root's path relative to the directory the patterns are relative
+  /// to ("" when that is the root itself).
+  static GitIgnoreFile forAncestor(llvm::StringRef rootPrefix,
+                                   llvm::StringRef contents);
+
   /// Number of patterns read (blank lines and comments excluded).
   size_t size() const { return patterns.size(); }
 
@@ -51,6 +61,8 @@ private:
     bool anchored = false;
   };
   std::string baseDir;
+  /// For an ancestor's file: prepended (with a `/`) to every path asked.
+  std::string rootPrefix;
   std::vector<Pattern> patterns;
 };
 
@@ -70,6 +82,26 @@ public:
 private:
   std::vector<GitIgnoreFile> files;
 };
+
+/// The exclude files git reads besides the .gitignore files inside \p root,
+/// lowest precedence first: `core.excludesFile` (from the system, global
+/// and repository configuration; by default `$XDG_CONFIG_HOME/git/ignore`
+/// or `~/.config/git/ignore`), `$GIT_DIR/info/exclude`, and, when \p root
+/// lies below the top of its work tree, the .gitignore files from the top
+/// down to \p root's parent. The walk pushes its own .gitignore files on
+/// top. Files that are missing or unreadable count as empty, as in git.
+/// \p home and \p xdgConfigHome stand for `$HOME` and `$XDG_CONFIG_HOME`
+/// (read from the environment when unset).
+GitIgnoreStack
+loadRepositoryIgnores(llvm::StringRef root,
+                      std::optional<std::string> home = std::nullopt,
+                      std::optional<std::string> xdgConfigHome = std::nullopt);
+
+/// The value of `core.excludesFile` in the git configuration text
+/// \p config (the last one wins; `~/` is expanded with \p home), or
+/// nothing when it is not set.
+std::optional<std::string> findExcludesFileSetting(llvm::StringRef config,
+                                                   llvm::StringRef home);
 
 } // namespace fastci::python
 

@@ -5,8 +5,10 @@
 // default name filters (`test_*.py`/`*_test.py`, `Test*` classes without
 // `__init__`, `test*` functions), marker names, and the id generation of
 // `@pytest.mark.parametrize` (explicit ids, then per-value ids joined by
-// `-`, made unique with pytest 8's suffixing), so the node ids FastCI emits
-// are byte-for-byte the ones `pytest --collect-only -q` prints.
+// `-`, made unique with pytest's suffixing), class inheritance along the
+// MRO (within a file, and across the repository's modules once every file
+// is summarized), so the node ids FastCI emits are byte-for-byte the ones
+// `pytest --collect-only -q` prints.
 //
 // Decorator arguments reach this file as PyValue trees: literals evaluated
 // from the syntax tree, with anything that is not a literal kept as a name,
@@ -17,6 +19,7 @@
 #define FASTCI_PYTHON_PYTEST_H
 
 #include "fastci/Python/FileSummary.h"
+#include "fastci/Python/SourceTree.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include <optional>
@@ -83,22 +86,49 @@ std::string asciiEscapeStr(llvm::StringRef utf8);
 std::string asciiEscapeBytes(llvm::StringRef bytes);
 
 /// The ids of one `parametrize(argnames, argvalues, ids=...)` call, or
-/// nothing when they cannot be determined statically. \p isLocalClassOrDef
-/// tells whether a bare name is a class or function defined in the file
-/// (pytest then uses its `__name__`).
-std::optional<std::vector<std::string>>
-computeParametrizeIds(const PyValue &call,
-                      llvm::function_ref<bool(llvm::StringRef)> isLocalDef);
+/// nothing when they cannot be determined statically. \p isLocalDef tells
+/// whether a bare name is a class or function defined in the file (pytest
+/// then uses its `__name__`). When \p caseTags is given it receives, per
+/// case, the marker names `pytest.param(marks=...)` adds.
+///
+/// Only ids every pytest from 7.2 to 8.x prints alike are returned: where
+/// they disagree (duplicates that end in a digit or collide with another id
+/// once suffixed) the answer is "not static".
+std::optional<std::vector<std::string>> computeParametrizeIds(
+    const PyValue &call, llvm::function_ref<bool(llvm::StringRef)> isLocalDef,
+    std::vector<std::vector<std::string>> *caseTags = nullptr);
 
 /// True for file names pytest collects by default.
 bool isPytestTestFile(llvm::StringRef fileName);
 
-/// Adds the pytest items of the file \p path to \p summary. \p decorators
-/// holds each entity's decorators as values (outermost first), and
-/// \p moduleMarks the marks of a module-level `pytestmark`.
-void collectPytestItems(llvm::StringRef path, FileSummary &summary,
+/// The base classes written in the header of the class whose `class`
+/// keyword starts at byte \p offset of \p source: one entry per positional
+/// base, its dotted name with any subscript dropped (`Generic[T]` ->
+/// `Generic`), "" for a base that is not a name; keyword arguments
+/// (`metaclass=`) are left out.
+std::vector<std::string> parseClassBases(llvm::StringRef source, size_t offset);
+
+/// Records the pytest facts of the file \p path (module \p moduleName,
+/// decoded text \p source) in \p summary: the marks of every class and
+/// `test*` function, the bases of classes resolved through the file's
+/// bindings, `__test__` assignments and the module's `pytestmark`. For a
+/// test file, also adds its items as far as the file alone determines them
+/// (a base class from another file makes the class's inherited tests
+/// unknown until linkPytestItems). \p decorators holds each entity's
+/// decorators as values (outermost first), and \p moduleMarks the marks of
+/// a module-level `pytestmark`.
+void collectPytestItems(llvm::StringRef path, llvm::StringRef moduleName,
+                        llvm::StringRef source, FileSummary &summary,
                         llvm::ArrayRef<std::vector<PyValue>> decorators,
                         llvm::ArrayRef<PyValue> moduleMarks);
+
+/// Recomputes the items of every test file in \p files (whose summaries
+/// \p summaryOf gives by index, null for an unreadable file) with the whole
+/// repository in view: test methods inherited from base classes defined or
+/// re-exported in other modules, `__init__` and `__test__` found along the
+/// MRO, and `Test*` classes and `test*` functions a test module imports.
+void linkPytestItems(llvm::ArrayRef<SourceFile> files,
+                     llvm::function_ref<FileSummary *(size_t)> summaryOf);
 
 } // namespace fastci::python
 

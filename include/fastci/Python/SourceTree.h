@@ -19,6 +19,7 @@
 #include "fastci/Support/Diagnostics.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct SourceFile {
   std::string path;
   /// Dotted module name (see the file comment).
   std::string moduleName;
+  /// Size in bytes when the tree was walked (the importer parses large files
+  /// first).
+  uint64_t size = 0;
 };
 
 /// What to walk and which files to keep.

@@ -1,10 +1,15 @@
 //===- GitIgnoreTest.cpp - gitignore semantics ----------------------------===//
 //
-// Cases taken from gitignore(5) and git's t3070-wildmatch.
+// Cases taken from gitignore(5) and git's t3070-wildmatch; the exclude
+// files outside the tree follow gitignore(5) and git-config(1).
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Python/GitIgnore.h"
 #include "fastci/Python/SourceTree.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
 
 using namespace fastci::python;
@@ -86,4 +91,64 @@ TEST(ModuleNameTest, Layouts) {
   auto srcIsPackage = [](llvm::StringRef dir) { return dir == "lib/src"; };
   EXPECT_EQ(computeModuleName("lib/src/x.py", srcIsPackage), "lib.src.x");
   EXPECT_EQ(computeModuleName("tools/src/y.py", srcIsPackage), "y");
+}
+
+TEST(GitIgnoreTest, AncestorFilesMatchFromTheirDirectory) {
+  // A file of the work tree's top seen from root `sub/dir`.
+  GitIgnoreFile top = GitIgnoreFile::forAncestor("sub/dir", "/sub/dir/a.py\n"
+                                                            "/b.py\n"
+                                                            "c.py\n");
+  EXPECT_EQ(top.match("a.py", false), std::optional<bool>(true));
+  EXPECT_EQ(top.match("b.py", false), std::nullopt);
+  EXPECT_EQ(top.match("x/c.py", false), std::optional<bool>(true));
+  GitIgnoreFile atRoot = GitIgnoreFile::forAncestor("", "/b.py\n");
+  EXPECT_EQ(atRoot.match("b.py", false), std::optional<bool>(true));
+}
+
+TEST(GitIgnoreTest, ExcludesFileSetting) {
+  EXPECT_EQ(findExcludesFileSetting("[core]\n\texcludesFile = ~/.gi\n", "/h"),
+            std::optional<std::string>("/h/.gi"));
+  // Keys and sections are case-insensitive, the last setting wins, quotes
+  // and comments are handled, other sections are not core.
+  EXPECT_EQ(findExcludesFileSetting("[Core]\nEXCLUDESFILE=/a\n"
+                                    "[core \"x\"]\nexcludesfile=/b\n"
+                                    "[core]\n  excludesfile = \"/c d\" # x\n",
+                                    "/h"),
+            std::optional<std::string>("/c d"));
+  EXPECT_EQ(findExcludesFileSetting("[user]\nexcludesfile=/a\n", "/h"),
+            std::nullopt);
+}
+
+TEST(GitIgnoreTest, RepositoryIgnores) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("gitignore-test", dir));
+  auto write = [&](llvm::StringRef relative, llvm::StringRef text) {
+    llvm::SmallString<128> path(dir);
+    llvm::sys::path::append(path, relative);
+    llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path));
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    os << text;
+  };
+  write(".git/info/exclude", "info.py\n");
+  write(".git/config", "[core]\n\texcludesfile = global-ignore\n");
+  write("global-ignore", "global.py\n!info.py\n");
+  write(".gitignore", "/pkg/top.py\n");
+  write("pkg/.keep", "");
+  write("home/.config/git/ignore", "never-read.py\n");
+
+  GitIgnoreStack stack =
+      loadRepositoryIgnores(dir, (dir + "/home").str(), std::string());
+  EXPECT_TRUE(stack.isIgnored("info.py", false)); // info/exclude wins
+  EXPECT_TRUE(stack.isIgnored("global.py", false));
+  EXPECT_FALSE(stack.isIgnored("never-read.py", false));
+  // The root's own .gitignore is the walk's business, not loaded here.
+  EXPECT_FALSE(stack.isIgnored("pkg/top.py", false));
+
+  // From a root below the top, the top's .gitignore applies too.
+  GitIgnoreStack sub =
+      loadRepositoryIgnores((dir + "/pkg").str(), (dir + "/home").str(), "");
+  EXPECT_TRUE(sub.isIgnored("top.py", false));
+  EXPECT_TRUE(sub.isIgnored("global.py", false));
+  llvm::sys::fs::remove_directories(dir);
 }

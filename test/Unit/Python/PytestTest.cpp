@@ -1,6 +1,7 @@
 //===- PytestTest.cpp - pytest id rules -----------------------------------===//
 //
-// Expected strings are what CPython and pytest 8 print for the same values.
+// Expected strings are what CPython and pytest (7.2 to 8.x alike) print for
+// the same values.
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Python/Pytest.h"
@@ -58,20 +59,41 @@ TEST(PytestTest, ParametrizeIds) {
               "def test_b(x, y): pass\n"),
       (V{"tests/test_x.py::test_b[2-0]", "tests/test_x.py::test_b[2-1]",
          "tests/test_x.py::test_b[3-0]", "tests/test_x.py::test_b[3-1]"}));
-  // ids=, pytest.param(id=) and duplicate suffixes (a later `a` skips
-  // `a1`, which is taken).
-  EXPECT_EQ(
-      nodeIds("import pytest\n"
-              "@pytest.mark.parametrize('v', [1, 2, 3], ids=['one', "
-              "None, 'one'])\n"
-              "def test_c(v): pass\n"
-              "@pytest.mark.parametrize('v', [pytest.param(1, id='p'),"
-              " 'a', 'a', 'a1', 'a1'])\n"
-              "def test_d(v): pass\n"),
-      (V{"tests/test_x.py::test_c[one0]", "tests/test_x.py::test_c[2]",
-         "tests/test_x.py::test_c[one1]", "tests/test_x.py::test_d[p]",
-         "tests/test_x.py::test_d[a0]", "tests/test_x.py::test_d[a2]",
-         "tests/test_x.py::test_d[a1_0]", "tests/test_x.py::test_d[a1_1]"}));
+  // ids=, pytest.param(id=) and duplicate suffixes. Duplicates ending in a
+  // digit are suffixed differently by pytest 7 (`a10`) and 8 (`a1_0`): one
+  // item stands for them.
+  EXPECT_EQ(nodeIds("import pytest\n"
+                    "@pytest.mark.parametrize('v', [1, 2, 3], ids=['one', "
+                    "None, 'one'])\n"
+                    "def test_c(v): pass\n"
+                    "@pytest.mark.parametrize('v', [pytest.param(1, id='p'),"
+                    " 'a', 'a', 'b'])\n"
+                    "def test_d(v): pass\n"
+                    "@pytest.mark.parametrize('v', ['a1', 'a1'])\n"
+                    "def test_e(v): pass\n"
+                    "@pytest.mark.parametrize('v', ['a', 'a', 'a0'])\n"
+                    "def test_f(v): pass\n"),
+            (V{"tests/test_x.py::test_c[one0]", "tests/test_x.py::test_c[2]",
+               "tests/test_x.py::test_c[one1]", "tests/test_x.py::test_d[p]",
+               "tests/test_x.py::test_d[a0]", "tests/test_x.py::test_d[a1]",
+               "tests/test_x.py::test_d[b]", "tests/test_x.py::test_e",
+               "tests/test_x.py::test_f"}));
+  // Names and expressions whose value is not known are not guessed; torch
+  // dtypes and containers have no __name__; float('inf') is evaluated.
+  EXPECT_EQ(nodeIds("import pytest, torch\n"
+                    "@pytest.mark.parametrize('v', [torch.float16, [1], "
+                    "float('-inf'), object()])\n"
+                    "def test_g(v): pass\n"
+                    "@pytest.mark.parametrize('v', [np.float32])\n"
+                    "def test_h(v): pass\n"
+                    "@pytest.mark.parametrize('v', [2**3])\n"
+                    "def test_i(v): pass\n"
+                    "@pytest.mark.parametrize('a,b', [])\n"
+                    "def test_j(a, b): pass\n"),
+            (V{"tests/test_x.py::test_g[v0]", "tests/test_x.py::test_g[v1]",
+               "tests/test_x.py::test_g[-inf]", "tests/test_x.py::test_g[v3]",
+               "tests/test_x.py::test_h", "tests/test_x.py::test_i",
+               "tests/test_x.py::test_j[a0-b0]"}));
   // Values only known at run time: one item for all cases.
   EXPECT_EQ(nodeIds("import pytest\n"
                     "CASES = [1, 2]\n"
@@ -104,4 +126,95 @@ TEST(PytestTest, Collection) {
   FileSummary summary =
       analyzePythonSource("def test_a(): pass\n", "tests/util.py", "util");
   EXPECT_TRUE(summary.tests.empty());
+}
+
+TEST(PytestTest, ClassBases) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(parseClassBases("class A(B, m.C, metaclass=M): pass", 0),
+            (V{"B", "m.C"}));
+  EXPECT_EQ(parseClassBases("class A: pass", 0), V{});
+  EXPECT_EQ(parseClassBases("class A(\n    B,  # a comment, with (\n"
+                            "    Generic[T],\n    f(x),\n    *bases,\n):",
+                            0),
+            (V{"B", "Generic", "", ""}));
+  EXPECT_EQ(parseClassBases("x = 1\nclass A[T](B): pass", 6), V{"B"});
+}
+
+TEST(PytestTest, InheritanceInOneFile) {
+  using V = std::vector<std::string>;
+  // Inherited methods come first (reverse MRO), overrides keep the
+  // subclass's place, a Test* base is collected on its own too; __init__
+  // and __test__ = False are inherited.
+  EXPECT_EQ(
+      nodeIds("class Base:\n"
+              "    def test_a(self): pass\n"
+              "    def test_b(self): pass\n"
+              "class TestX(Base):\n"
+              "    def test_b(self): pass\n"
+              "    def test_c(self): pass\n"
+              "class TestBase:\n"
+              "    def test_t(self): pass\n"
+              "class TestY(TestBase): pass\n"
+              "class Init:\n"
+              "    def __init__(self): pass\n"
+              "class TestZ(Init):\n"
+              "    def test_z(self): pass\n"
+              "class Off:\n"
+              "    __test__ = False\n"
+              "    def test_off(self): pass\n"
+              "class TestOff(Off):\n"
+              "    def test_o(self): pass\n"
+              "class TestOn(Off):\n"
+              "    __test__ = True\n"),
+      (V{"tests/test_x.py::TestX::test_a", "tests/test_x.py::TestX::test_b",
+         "tests/test_x.py::TestX::test_c", "tests/test_x.py::TestBase::test_t",
+         "tests/test_x.py::TestY::test_t",
+         "tests/test_x.py::TestOn::test_off"}));
+  // A base from another module: until linked, the class stands for what it
+  // inherits with an item of its own.
+  FileSummary summary = analyzePythonSource("from .common import Base\n"
+                                            "class TestX(Base):\n"
+                                            "    def test_own(self): pass\n",
+                                            "tests/test_x.py", "tests.test_x");
+  ASSERT_EQ(summary.tests.size(), 2u);
+  EXPECT_EQ(summary.tests[0].nodeId, "tests/test_x.py::TestX");
+  EXPECT_TRUE(summary.tests[0].inheritedUnknown);
+  EXPECT_EQ(summary.tests[1].nodeId, "tests/test_x.py::TestX::test_own");
+}
+
+TEST(PytestTest, LinkAcrossModules) {
+  std::vector<SourceFile> files = {{"tests/__init__.py", "tests"},
+                                   {"tests/common.py", "tests.common"},
+                                   {"tests/test_x.py", "tests.test_x"}};
+  std::vector<FileSummary> summaries = {
+      analyzePythonSource("from .common import Base\n", files[0].path,
+                          files[0].moduleName),
+      analyzePythonSource("import pytest\n"
+                          "class Base:\n"
+                          "    @pytest.mark.parametrize('n', [1, 2])\n"
+                          "    def test_a(self, n): pass\n",
+                          files[1].path, files[1].moduleName),
+      analyzePythonSource("import pytest\n"
+                          "from . import Base\n"
+                          "@pytest.mark.slow\n"
+                          "class TestX(Base):\n"
+                          "    def test_own(self): pass\n",
+                          files[2].path, files[2].moduleName)};
+  // Summaries survive the cache with their pytest facts.
+  for (FileSummary &summary : summaries) {
+    llvm::Expected<FileSummary> copy =
+        deserializeSummary(serializeSummary(summary));
+    ASSERT_TRUE(static_cast<bool>(copy));
+    summary = std::move(*copy);
+  }
+  linkPytestItems(files, [&](size_t i) { return &summaries[i]; });
+  const std::vector<TestSummary> &tests = summaries[2].tests;
+  ASSERT_EQ(tests.size(), 3u);
+  EXPECT_EQ(tests[0].nodeId, "tests/test_x.py::TestX::test_a[1]");
+  EXPECT_EQ(tests[0].entrySymbol, "tests.common.Base.test_a");
+  EXPECT_EQ(tests[0].tags, std::vector<std::string>{"slow"});
+  EXPECT_EQ(tests[1].nodeId, "tests/test_x.py::TestX::test_a[2]");
+  EXPECT_EQ(tests[2].nodeId, "tests/test_x.py::TestX::test_own");
+  EXPECT_TRUE(tests[2].entrySymbol.empty());
+  EXPECT_FALSE(tests[2].inheritedUnknown);
 }

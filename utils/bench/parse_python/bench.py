@@ -7,16 +7,24 @@ Measures, on the same files and the same CPU set (default: 2 cores):
   * CPython: `ast.parse` of every file plus a walk collecting the same
     entities (classes, functions, named lambdas), in N worker processes,
     best of --repeat runs;
-  * incremental: with a warm cache, the rerun after one file changed.
+  * incremental: with a warm cache, the rerun after one file changed;
+  * the floor: CPU seconds of one thread for tree-sitter's parse alone and
+    for the whole per-file analysis (fastci-parse-python-split, found next
+    to fastci-opt), against `ast.parse` alone and `ast.parse`+walk in one
+    process. No change outside tree-sitter can take the pass below the
+    parse-only figure.
 The tree is copied to a scratch directory first, so it can be modified.
+The load average is printed: other processes on the cores skew every
+figure.
 
 Usage: bench.py --opt build/bin/fastci-opt [--tree /usr/lib/python3.11]
-                [--cores 0,1] [--repeat 3]
+                [--cores 0,1] [--repeat 3] [--split PATH | --no-split]
 """
 import argparse
 import ast
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -44,20 +52,47 @@ def entities_of(path):
     return count
 
 
+def parse_only(path):
+    with open(path, "rb") as f:
+        source = f.read()
+    try:
+        ast.parse(source, path)
+    except (SyntaxError, ValueError):
+        pass
+    return 0
+
+
+def cpython_cpu(paths, function):
+    """CPU seconds of this process for `function` over every path."""
+    start = time.process_time()
+    for path in paths:
+        function(path)
+    return time.process_time() - start
+
+
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def cpython_run(paths, jobs):
+    """Wall seconds, CPU seconds of the workers, entities found."""
+    cpu = children_cpu()
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         total = sum(pool.map(entities_of, paths, chunksize=8))
-    return time.perf_counter() - start, total
+    return time.perf_counter() - start, children_cpu() - cpu, total
 
 
-def fastci_run(opt, root, jobs, cache=None, cores=None):
+def fastci_run(opt, root, jobs, cache=None):
+    """Wall seconds and CPU seconds of one fastci-opt run."""
     option = f"root={root},jobs={jobs}" + (f",cache={cache}" if cache else "")
     command = [opt, f"--parse-python={option}", "--emit=bc", "-o",
                os.devnull, os.devnull]
+    cpu = children_cpu()
     start = time.perf_counter()
     subprocess.run(command, check=True, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, children_cpu() - cpu
 
 
 def main():
@@ -66,7 +101,14 @@ def main():
     parser.add_argument("--tree", default="/usr/lib/python3.11")
     parser.add_argument("--cores", default="0,1")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--split", help="fastci-parse-python-split binary "
+                        "(default: next to --opt)")
+    parser.add_argument("--no-split", action="store_true")
     args = parser.parse_args()
+    if args.split is None:
+        args.split = os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(args.opt))),
+            "bin", "fastci-parse-python-split")
     cores = {int(c) for c in args.cores.split(",")}
     os.sched_setaffinity(0, cores)  # inherited by every child process
     jobs = len(cores)
@@ -85,9 +127,15 @@ def main():
         paths = [os.path.join(root, f) for f in files]
         size = sum(os.path.getsize(p) for p in paths)
 
-        ours = min(fastci_run(args.opt, root, jobs) for _ in range(args.repeat))
-        theirs, count = min(cpython_run(paths, jobs)
-                            for _ in range(args.repeat))
+        # Interleaved, so that both sides see the same background load.
+        ours, theirs = [], []
+        for _ in range(args.repeat):
+            ours.append(fastci_run(args.opt, root, jobs))
+            theirs.append(cpython_run(paths, jobs))
+        ours_wall, ours_cpu = min(r[0] for r in ours), min(r[1] for r in ours)
+        theirs_wall = min(r[0] for r in theirs)
+        theirs_cpu = min(r[1] for r in theirs)
+        count = theirs[0][2]
 
         cache = os.path.join(scratch, "cache")
         fastci_run(args.opt, root, jobs, cache)
@@ -97,17 +145,48 @@ def main():
             with open(changed, "a") as f:
                 f.write(f"\n# edit {i}\n")
             incremental.append(fastci_run(args.opt, root, jobs, cache))
-        warm = min(incremental)
+        warm = min(r[0] for r in incremental)
+        warm_cpu = min(r[1] for r in incremental)
 
         mb = size / 1e6
         print(f"tree: {args.tree} ({len(files)} files, {mb:.1f} MB, "
-              f"{count} entities by ast), cores {sorted(cores)}")
-        print(f"fastci-opt parse-python: {ours:.3f} s  "
-              f"{len(files) / ours:.0f} files/s  {mb / ours:.1f} MB/s")
-        print(f"CPython ast.parse+walk:  {theirs:.3f} s  "
-              f"{len(files) / theirs:.0f} files/s  {mb / theirs:.1f} MB/s")
-        print(f"speedup: {theirs / ours:.2f}x")
-        print(f"incremental rerun after one changed file: {warm * 1000:.0f} ms")
+              f"{count} entities by ast), cores {sorted(cores)}, "
+              "load average %.2f %.2f %.2f" % os.getloadavg())
+        print(f"best of {args.repeat}, interleaved; wall seconds (CPU "
+              "seconds of all processes)")
+        print(f"fastci-opt parse-python: {ours_wall:.3f} s ({ours_cpu:.3f})  "
+              f"{len(files) / ours_wall:.0f} files/s  "
+              f"{mb / ours_wall:.1f} MB/s")
+        print(f"CPython ast.parse+walk:  {theirs_wall:.3f} s "
+              f"({theirs_cpu:.3f})  {len(files) / theirs_wall:.0f} files/s  "
+              f"{mb / theirs_wall:.1f} MB/s")
+        print(f"speedup: {theirs_wall / ours_wall:.2f}x wall, "
+              f"{theirs_cpu / ours_cpu:.2f}x CPU")
+        print(f"incremental rerun after one changed file: {warm * 1000:.0f} ms "
+              f"({warm_cpu * 1000:.0f} ms CPU)")
+
+        if args.no_split or not os.path.exists(args.split):
+            return 0
+        print("floor, CPU seconds of one thread (best of "
+              f"{args.repeat}):")
+        split = subprocess.run(
+            [args.split, f"--root={root}", f"--repeat={args.repeat}"],
+            check=True, stdout=subprocess.PIPE, text=True).stdout
+        for line in split.splitlines()[1:]:
+            print("  " + line)
+        ast_parse = min(cpython_cpu(paths, parse_only)
+                        for _ in range(args.repeat))
+        ast_walk = min(cpython_cpu(paths, entities_of)
+                       for _ in range(args.repeat))
+        print(f"  {'CPython ast.parse':<34} {ast_parse:7.3f} s  "
+              f"{mb / ast_parse:6.1f} MB/s")
+        print(f"  {'CPython ast.parse+walk':<34} {ast_walk:7.3f} s  "
+              f"{mb / ast_walk:6.1f} MB/s")
+        parse = float(next(line for line in split.splitlines()
+                           if "per-file arena" in line).split()[-4])
+        print(f"  tree-sitter parse alone is {parse / ast_walk:.2f}x "
+              "CPython's parse+walk: the best possible speedup with this "
+              f"runtime is {ast_walk / parse:.2f}x")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
