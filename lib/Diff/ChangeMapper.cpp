@@ -18,6 +18,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include <algorithm>
@@ -70,6 +71,34 @@ struct FileIndex {
   }
 };
 
+/// findDecoratorStart on \p text split into \p lines (line N is lines[N-1]).
+std::optional<uint32_t>
+findDecoratorStartInLines(llvm::ArrayRef<StringRef> lines, uint32_t defLine,
+                          unsigned numDecorators) {
+  if (defLine == 0 || defLine > lines.size() || numDecorators == 0)
+    return std::nullopt;
+  StringRef def = lines[defLine - 1];
+  StringRef indent = def.take_front(def.find_first_not_of(" \t\f"));
+  // A text that does not match the entity (a stale checkout) must not move
+  // its claim: the definition's line must start one.
+  StringRef keyword = def.drop_front(indent.size());
+  if (!keyword.starts_with("def") && !keyword.starts_with("class") &&
+      !keyword.starts_with("async"))
+    return std::nullopt;
+  // Decorators are statements of the definition's block, so each begins at
+  // its indentation; lines of a decorator's arguments, comments and blank
+  // lines between them do not start with `@` there.
+  unsigned found = 0;
+  for (uint32_t line = defLine - 1; line >= 1; --line) {
+    StringRef text = lines[line - 1];
+    if (text.starts_with(indent) &&
+        text.drop_front(indent.size()).starts_with("@") &&
+        ++found == numDecorators)
+      return line;
+  }
+  return std::nullopt;
+}
+
 /// Files of a module by path, built once per mapping run.
 class ModuleFiles {
 public:
@@ -88,7 +117,10 @@ public:
   }
 
   /// The index of \p path; unknown when the module has no such file.
-  FileIndex build(StringRef path) const {
+  /// \p readSource, when given and set, supplies the file's text, which
+  /// places the first line of every decorator exactly.
+  FileIndex build(StringRef path,
+                  const SourceReader *readSource = nullptr) const {
     FileIndex index;
     auto it = path.empty() ? fileByPath.end() : fileByPath.find(path);
     if (it == fileByPath.end())
@@ -97,6 +129,29 @@ public:
     auto members = membersByFile.find(it->second);
     if (members != membersByFile.end())
       index.members = members->second;
+
+    // Where each member's claim starts: its decorators' first line.
+    llvm::DenseMap<EntityId, uint32_t> claimStart;
+    std::optional<std::string> text;
+    llvm::SmallVector<StringRef> lines;
+    for (EntityId id : index.members) {
+      const Entity &entity = module->getEntity(id);
+      uint32_t start = getClaimStart(entity);
+      Attribute decorators = entity.attrs.get("decorators");
+      if (readSource && *readSource && !entity.attrs.lookup("decorator_line") &&
+          decorators.isList() && !decorators.getList().empty()) {
+        if (!text) {
+          text = (*readSource)(path);
+          if (text)
+            StringRef(*text).split(lines, '\n');
+        }
+        if (text)
+          if (std::optional<uint32_t> line = findDecoratorStartInLines(
+                  lines, entity.range.startLine, decorators.getList().size()))
+            start = *line;
+      }
+      claimStart[id] = start;
+    }
     for (EntityId id : index.members)
       if (module->getEntity(id).kind == EntityKind::Module &&
           index.moduleEntity == kNoEntity)
@@ -108,8 +163,7 @@ public:
     // claim; ties keep insertion (source) order.
     std::vector<EntityId> order = index.members;
     auto extent = [&](EntityId id) {
-      const Entity &entity = module->getEntity(id);
-      return uint64_t(entity.range.endLine) - getClaimStart(entity);
+      return uint64_t(module->getEntity(id).range.endLine) - claimStart[id];
     };
     std::stable_sort(order.begin(), order.end(), [&](EntityId a, EntityId b) {
       return extent(a) > extent(b);
@@ -123,15 +177,15 @@ public:
       uint32_t last = std::min<uint32_t>(entity.range.endLine, 1u << 24);
       if (index.innermost.size() <= last)
         index.innermost.resize(last + 1, kNoEntity);
-      for (uint32_t line = getClaimStart(entity); line <= last; ++line)
+      for (uint32_t line = claimStart[id]; line <= last; ++line)
         index.innermost[line] = id;
     }
     return index;
   }
 
-  /// The first line \p entity claims: its first decorator's line when the
-  /// parser recorded it (`decorator_line`), else one line per decorator
-  /// above the `def`, else its own first line.
+  /// The first line \p entity claims without its file's text: its first
+  /// decorator's line when recorded (`decorator_line`), else one line per
+  /// decorator above the `def`, else its own first line.
   static uint32_t getClaimStart(const Entity &entity) {
     uint32_t start = entity.range.startLine;
     if (std::optional<int64_t> line = entity.attrs.get("decorator_line").asInt())
@@ -161,15 +215,27 @@ struct PendingChange {
   std::string fileAfter;
   std::string parentQualName;
   uint64_t hash = 0;
+  /// Lines of the entity's own file version: added lines (new-file numbers)
+  /// for entities that exist after the change, removed lines (old-file
+  /// numbers) for deletions.
   std::vector<uint32_t> lines;
   /// The whole entity, for additions and deletions of entire entities.
   std::optional<LineRange> span;
+  /// Lines removed from an entity that still exists (or from the old entity
+  /// a moved one came from), in old-file numbers: `removed_lines`.
+  std::vector<uint32_t> removedLines;
+  std::optional<LineRange> removedSpan;
   AttrDict attrs;
   bool dropped = false;
 };
 
-/// The lines an entity's hunks touched, on one side.
-using TouchedLines = llvm::MapVector<EntityId, std::vector<uint32_t>>;
+/// The lines of one entity that a diff added (in new-file numbers) and
+/// removed (in old-file numbers).
+struct TouchedLines {
+  std::vector<uint32_t> added, removed;
+};
+/// The entities of one file version that a diff touched, in diff order.
+using TouchedEntities = llvm::MapVector<EntityId, TouchedLines>;
 
 } // namespace
 
@@ -180,7 +246,7 @@ static std::string formatMode(uint32_t mode) {
   return std::string(digits, end);
 }
 
-/// Compresses sorted, possibly repeated lines into inclusive ranges.
+/// Compresses possibly unsorted, repeated lines into inclusive ranges.
 static std::vector<LineRange> toRanges(std::vector<uint32_t> lines) {
   llvm::sort(lines);
   std::vector<LineRange> ranges;
@@ -200,11 +266,10 @@ static StringRef getParentQualName(StringRef qualName) {
   return dot == StringRef::npos ? StringRef() : qualName.take_front(dot);
 }
 
-std::string fastci::getModuleNameForPath(const Module &module,
-                                         StringRef path) {
+ModuleNamer::ModuleNamer(const Module &module) {
   // A source root is what precedes a known module's dotted path in its file
   // path (`src/` for `src/pkg/mod.py` holding `pkg.mod`).
-  std::string bestRoot;
+  llvm::StringSet<> seen;
   for (const Entity &entity : module.getEntities()) {
     if (entity.kind != EntityKind::Module)
       continue;
@@ -218,16 +283,27 @@ std::string fastci::getModuleNameForPath(const Module &module,
     if (!stem.ends_with(entity.symbol) || stem.size() == entity.symbol.size())
       continue;
     StringRef root = file.take_front(stem.size() - entity.symbol.size());
-    if (root.ends_with("/") && path.starts_with(root) &&
-        root.size() > bestRoot.size())
-      bestRoot = root.str();
+    if (root.ends_with("/") && seen.insert(root).second)
+      roots.push_back(root.str());
   }
-  StringRef rel = path.drop_front(bestRoot.size());
+}
+
+std::string ModuleNamer::getName(StringRef path) const {
+  // The longest root the path lies under.
+  size_t rootSize = 0;
+  for (const std::string &root : roots)
+    if (root.size() > rootSize && path.starts_with(root))
+      rootSize = root.size();
+  StringRef rel = path.drop_front(rootSize);
   if (!rel.consume_back("/__init__.py"))
     rel.consume_back(".py");
   std::string name = rel.str();
   std::replace(name.begin(), name.end(), '/', '.');
   return name;
+}
+
+std::string fastci::getModuleNameForPath(const Module &module, StringRef path) {
+  return ModuleNamer(module).getName(path);
 }
 
 //===----------------------------------------------------------------------===//
@@ -310,7 +386,11 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
                                        ChangedFile &record) {
   ++mapper.stats.pythonFiles;
   size_t firstChange = pending.size();
-  FileIndex newIndex = newFiles.build(file.newPath);
+  // Only hunks need decorators placed; whole added files do not.
+  bool wholeFile =
+      file.status == FileStatus::Added || file.status == FileStatus::Copied;
+  FileIndex newIndex =
+      newFiles.build(file.newPath, wholeFile ? nullptr : &mapper.readNewSource);
   FileIndex oldIndex = oldFiles.build(file.oldPath);
   StringRef newPath = file.newPath, oldPath = file.oldPath;
 
@@ -324,7 +404,7 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
     PendingChange &change = pending.emplace_back();
     change.kind = ChangeKind::Added;
     change.entityKind = EntityKind::Module;
-    change.symbol = getModuleNameForPath(module, newPath);
+    change.symbol = mapper.namer.getName(newPath);
     change.file = change.fileAfter = newPath.str();
     change.attrs.set("reason", Attribute::getString("file not in the module"));
     record.attrs.set("in_module", Attribute::getBool(false));
@@ -333,8 +413,7 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
   std::string oldModuleName =
       oldIndex.isKnown() && oldIndex.moduleEntity != kNoEntity
           ? oldIndex.get(oldIndex.moduleEntity).symbol.str()
-          : (oldPath.empty() ? std::string()
-                             : getModuleNameForPath(module, oldPath));
+          : (oldPath.empty() ? std::string() : mapper.namer.getName(oldPath));
 
   if (file.status == FileStatus::Deleted) {
     if (oldIndex.isKnown()) {
@@ -358,22 +437,26 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
           LineRange{entity.range.startLine, entity.range.endLine};
     }
   } else if (newIndex.isKnown()) {
-    // Attribute each hunk line to the innermost entity claiming it.
-    TouchedLines touchedNew, touchedOld;
+    // Attribute each hunk line to the innermost entity claiming it: added
+    // lines to the new file's entities, removed ones to the old file's.
+    TouchedEntities touchedNew, touchedOld;
     // kNoEntity (a line no entity claims, in a file without a module
     // entity) is also DenseMap's empty key, so it must never be inserted.
     // Blank lines between definitions belong to their module or class but
     // cannot change it; counting them would mark a module whenever a
     // function is added to it.
-    auto touch = [](TouchedLines &touched, const FileIndex &index,
+    auto touch = [](TouchedEntities &touched, const FileIndex &index,
                     const DiffLine &line, uint32_t at) {
       EntityId id = index.lookupLine(at);
       if (id == kNoEntity)
         return;
-      if (line.text.trim().empty() && line.kind != ' ' &&
+      if (line.text.trim().empty() &&
           index.get(id).kind != EntityKind::Function)
         return;
-      touched[id].push_back(at);
+      if (line.kind == '+')
+        touched[id].added.push_back(line.newLine);
+      else
+        touched[id].removed.push_back(line.oldLine);
     };
     for (const Hunk &hunk : file.hunks) {
       uint32_t nextNew = hunk.newCount ? hunk.newStart : hunk.newStart + 1;
@@ -392,8 +475,7 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
         // nextNew-1 and nextNew, so both neighbours may have lost code.
         for (uint32_t neighbour : {nextNew - 1, nextNew})
           if (neighbour >= 1)
-            if (newIndex.lookupLine(neighbour) != kNoEntity)
-              touch(touchedNew, newIndex, line, neighbour);
+            touch(touchedNew, newIndex, line, neighbour);
       }
     }
 
@@ -402,13 +484,12 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
     for (auto &[oldId, lines] : touchedOld) {
       auto counterpart = newIndex.byQualName.find(oldIndex.getQualName(oldId));
       if (counterpart != newIndex.byQualName.end()) {
-        // Cite where the removal lands in the new file: the entity's start.
-        touchedNew[counterpart->second].push_back(
-            newIndex.get(counterpart->second).range.startLine);
+        llvm::append_range(touchedNew[counterpart->second].removed,
+                           lines.removed);
         continue;
       }
       addOld(ChangeKind::Deleted, oldIndex, oldId, oldPath, newPath).lines =
-          lines;
+          std::move(lines.removed);
     }
 
     for (auto &[newId, lines] : touchedNew) {
@@ -421,17 +502,18 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
           kind = ChangeKind::Added;
         else if (isCosmetic(entity, oldIndex.get(counterpart->second)))
           kind = ChangeKind::Cosmetic;
-      } else if (entity.kind != EntityKind::Module &&
-                 llvm::count_if(lines, [&](uint32_t line) {
+      } else if (entity.kind != EntityKind::Module && lines.removed.empty() &&
+                 llvm::count_if(lines.added, [&](uint32_t line) {
                    return line >= entity.range.startLine &&
                           line <= entity.range.endLine;
-                 }) == entity.range.endLine - entity.range.startLine + 1 &&
-                 llvm::is_contained(lines, entity.range.startLine)) {
-        // Without the old file, an entity all of whose lines were added is
-        // new.
+                 }) == entity.range.endLine - entity.range.startLine + 1) {
+        // Without the old file, an entity all of whose lines were added
+        // (each hunk line is attributed once) and none removed is new.
         kind = ChangeKind::Added;
       }
-      addNew(kind, newIndex, newId, newPath).lines = lines;
+      PendingChange &change = addNew(kind, newIndex, newId, newPath);
+      change.lines = std::move(lines.added);
+      change.removedLines = std::move(lines.removed);
     }
   }
 
@@ -442,6 +524,10 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
       PendingChange &change = addNew(
           isModule ? ChangeKind::Renamed : ChangeKind::Moved, newIndex, id,
           newPath);
+      // An entity the old file did not have under this name came from
+      // elsewhere, if anywhere; pairMoves names it.
+      if (change.kind == ChangeKind::Added)
+        continue;
       StringRef qualName = newIndex.getQualName(id);
       std::string from =
           isModule ? oldModuleName : oldModuleName + "." + qualName.str();
@@ -690,6 +776,8 @@ void ChangeMapper::Impl::pairMoves() {
       deleted[{pending[i].hash, unsigned(pending[i].entityKind)}].push_back(i);
   if (deleted.empty())
     return;
+  // (new entity, old symbol, old file) of each pair, for its members.
+  std::vector<std::tuple<EntityId, std::string, std::string>> pairs;
   for (PendingChange &change : pending) {
     if (change.kind != ChangeKind::Added || change.hash == 0)
       continue;
@@ -704,8 +792,54 @@ void ChangeMapper::Impl::pairMoves() {
     change.attrs.set("moved_from", Attribute::getString(old.symbol));
     if (old.file != change.file)
       change.attrs.set("moved_from_file", Attribute::getString(old.file));
+    // What the old entity lost is what the moved one's old self lost.
+    llvm::append_range(change.removedLines, old.lines);
+    change.removedSpan = old.span;
     old.dropped = true;
     ++mapper.stats.moves;
+    if (change.entity != kNoEntity)
+      pairs.emplace_back(change.entity, old.symbol, old.file);
+  }
+  if (pairs.empty())
+    return;
+
+  // A class renamed in place changes only its header line, yet every member
+  // now has a new symbol (`Old.m` is `New.m`): record the members the diff
+  // did not touch as moved, so that tests can still be found by the old
+  // names. The same holds for the nested functions of a renamed function.
+  std::vector<std::vector<EntityId>> children(module.getNumEntities());
+  for (const Entity &entity : module.getEntities())
+    if (entity.parent < module.getNumEntities() && entity.parent != entity.id &&
+        entity.kind != EntityKind::File)
+      children[entity.parent].push_back(entity.id);
+  for (const auto &[newId, oldSymbol, oldFile] : pairs) {
+    StringRef newSymbol = module.getEntity(newId).symbol;
+    std::vector<EntityId> worklist(children[newId].rbegin(),
+                                   children[newId].rend());
+    while (!worklist.empty()) {
+      EntityId id = worklist.back();
+      worklist.pop_back();
+      const Entity &member = module.getEntity(id);
+      worklist.insert(worklist.end(), children[id].rbegin(),
+                      children[id].rend());
+      if (pendingByEntity.count(id) || !member.symbol.starts_with(newSymbol))
+        continue;
+      pendingByEntity.try_emplace(id, pending.size());
+      PendingChange &change = pending.emplace_back();
+      change.kind = ChangeKind::Moved;
+      change.entity = id;
+      change.entityKind = member.kind;
+      change.symbol = member.symbol.str();
+      change.file = change.fileAfter = module.getFilePath(id).str();
+      change.hash = member.contentHash;
+      change.attrs.set(
+          "moved_from",
+          Attribute::getString(
+              oldSymbol + member.symbol.drop_front(newSymbol.size()).str()));
+      if (oldFile != change.file)
+        change.attrs.set("moved_from_file", Attribute::getString(oldFile));
+      ++mapper.stats.changes;
+    }
   }
 }
 
@@ -724,6 +858,16 @@ void ChangeMapper::Impl::emit() {
     if (pendingChange.span)
       change.lines.insert(change.lines.begin(), *pendingChange.span);
     change.attrs = std::move(pendingChange.attrs);
+    std::vector<LineRange> removed =
+        toRanges(std::move(pendingChange.removedLines));
+    if (pendingChange.removedSpan)
+      removed.insert(removed.begin(), *pendingChange.removedSpan);
+    if (!removed.empty()) {
+      std::vector<std::string> texts;
+      for (const LineRange &range : removed)
+        texts.push_back(llvm::formatv("{0}:{1}", range.first, range.last));
+      change.attrs.set("removed_lines", Attribute::getStringList(texts));
+    }
     if (pendingChange.kind == ChangeKind::Cosmetic)
       ++mapper.stats.cosmetic;
   }
@@ -795,9 +939,18 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
 
 ChangeMapper::ChangeMapper(Module &module, const ChangePolicy &policy,
                            DiagnosticEngine &diag, const Module *oldModule)
-    : module(module), policy(policy), diag(diag), oldModule(oldModule) {}
+    : module(module), policy(policy), diag(diag), oldModule(oldModule),
+      namer(module) {}
 
 ChangeMapper::~ChangeMapper() = default;
+
+std::optional<uint32_t> fastci::findDecoratorStart(StringRef text,
+                                                   uint32_t defLine,
+                                                   unsigned numDecorators) {
+  llvm::SmallVector<StringRef> lines;
+  text.split(lines, '\n');
+  return findDecoratorStartInLines(lines, defLine, numDecorators);
+}
 
 LogicalResult ChangeMapper::map(const Patch &patch) {
   stats = ChangeMapperStats();

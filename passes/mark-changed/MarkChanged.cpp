@@ -90,6 +90,7 @@ private:
                           std::string &mergeBase);
   std::unique_ptr<Module> buildOldModule(const Patch &patch, GitRunner *git,
                                          llvm::StringRef mergeBase);
+  std::string getRoot();
   LogicalResult fail(const llvm::Twine &message) {
     getDiagnostics().error(getLoc(), message);
     signalPassFailure();
@@ -167,6 +168,15 @@ LogicalResult MarkChangedPass::readPatch(Patch &patch,
   return parseUnifiedDiff(id, diag, patch);
 }
 
+/// The head checkout: `root=`, else the module's `root` attribute.
+std::string MarkChangedPass::getRoot() {
+  std::string root = rootDir.getValue();
+  if (root.empty())
+    if (const Attribute *attr = getModule().getAttrs().lookup("root"))
+      root = attr->asString().value_or("").str();
+  return root;
+}
+
 std::unique_ptr<Module>
 MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
                                 llvm::StringRef mergeBase) {
@@ -175,12 +185,10 @@ MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
   if (!baseModuleFile.getValue().empty())
     return parseModuleFile(baseModuleFile.getValue(), diag);
 
-  std::string root = rootDir.getValue();
-  if (root.empty())
-    if (const Attribute *attr = module.getAttrs().lookup("root"))
-      root = attr->asString().value_or("").str();
+  std::string root = getRoot();
 
   auto old = std::make_unique<Module>();
+  ModuleNamer namer(module);
   for (const FileDiff &file : patch.files) {
     if (file.oldPath.empty() || file.isBinary ||
         !policy.match(file.oldPath) ||
@@ -209,7 +217,7 @@ MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
     if (!text)
       continue;
 
-    std::string moduleName = getModuleNameForPath(module, file.oldPath);
+    std::string moduleName = namer.getName(file.oldPath);
     python::FileSummary summary =
         python::analyzePythonSource(*text, file.oldPath, moduleName);
     ++numOldParsed;
@@ -225,9 +233,15 @@ MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
       EntityId id = old->addEntity(entity.kind,
                                    moduleName + "." + entity.qualname, parent,
                                    entity.range, entity.hash);
-      if (!entity.decorators.empty())
+      if (!entity.decorators.empty()) {
         old->getEntity(id).attrs.set(
             "decorators", Attribute::getStringList(entity.decorators));
+        // With the text at hand, place decorators spanning several lines.
+        if (std::optional<uint32_t> line = findDecoratorStart(
+                *text, entity.range.startLine, entity.decorators.size()))
+          old->getEntity(id).attrs.set("decorator_line",
+                                       Attribute::getInt(*line));
+      }
       ids.push_back(id);
     }
   }
@@ -259,6 +273,23 @@ void MarkChangedPass::runOnModule() {
       diag.emit(Severity::Remark, getLoc(), "mark-changed ran: " + command);
 
   ChangeMapper mapper(module, policy, diag, old.get());
+  // The module's ranges describe the head checkout, so its files are the
+  // new versions whose decorators the mapper places. Without `root=`, the
+  // repository's work tree is that checkout (parse-python ran on it).
+  std::string root = getRoot();
+  if (root.empty())
+    root = repoDir.getValue();
+  if (!root.empty())
+    mapper.setNewSourceReader(
+        [root](llvm::StringRef path) -> std::optional<std::string> {
+          llvm::SmallString<256> full(root);
+          llvm::sys::path::append(full, path);
+          auto buffer =
+              llvm::MemoryBuffer::getFile(full, /*IsText=*/false, false);
+          if (!buffer)
+            return std::nullopt;
+          return (*buffer)->getBuffer().str();
+        });
   if (failed(mapper.map(patch)))
     return signalPassFailure();
   const ChangeMapperStats &stats = mapper.getStats();

@@ -1,11 +1,15 @@
 //===- ChangeMapperTest.cpp - Unit tests of diff-to-entity mapping --------===//
 //
 // Builds small old and new modules by hand and checks which entities a diff
-// marks, and how: innermost entity, decorators, cosmetic changes by hash,
-// renames and moves paired by hash, and policy decisions for other files.
+// marks, and how: innermost entity, decorators (multi-line ones placed from
+// the file's text), cosmetic changes by hash, renames and moves paired by
+// hash (the analyzer leaves a definition's own name out of its hash), the
+// added and removed lines of each change, and policy decisions for other
+// files.
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangeMapper.h"
+#include "fastci/Python/Analyzer.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
@@ -49,6 +53,9 @@ struct MapResult {
   ChangePolicy policy;
   bool ok = false;
 
+  /// Supplies new files' text to the mapper when set.
+  SourceReader reader;
+
   /// Maps \p diff; \p withOld decides whether the old module is known.
   void run(llvm::StringRef diff, bool withOld = true) {
     Patch patch;
@@ -57,9 +64,12 @@ struct MapResult {
     unsigned diffId =
         diag.addBuffer(llvm::MemoryBuffer::getMemBufferCopy(diff, "x.diff"));
     ok = succeeded(ChangePolicy::parse(policyId, diag, policy)) &&
-         succeeded(parseUnifiedDiff(diffId, diag, patch)) &&
-         succeeded(ChangeMapper(module, policy, diag, withOld ? &old : nullptr)
-                       .map(patch));
+         succeeded(parseUnifiedDiff(diffId, diag, patch));
+    if (!ok)
+      return;
+    ChangeMapper mapper(module, policy, diag, withOld ? &old : nullptr);
+    mapper.setNewSourceReader(reader);
+    ok = succeeded(mapper.map(patch));
   }
 
   std::string summary() const {
@@ -121,6 +131,164 @@ TEST(ChangeMapperTest, RenameAndMovePairedByHash) {
   result.run(hunkAt(3, "def h():", "def f():"));
   ASSERT_TRUE(result.ok) << result.errors;
   EXPECT_EQ(result.summary(), "renamed pkg.m.f from pkg.m.h\n");
+}
+
+TEST(ChangeMapperTest, RenamedClassMovesItsUntouchedMembers) {
+  MapResult result;
+  addFile(result.module, "pkg/m.py", "pkg.m", 10, 20);
+  addFile(result.old, "pkg/m.py", "pkg.m", 10, 20);
+  // The old class was `Old` (7-12) with method `Old.g`; only its header
+  // line changed, so g's lines are untouched but its symbol is new.
+  result.old.getEntity(3).symbol = result.old.intern("pkg.m.Old");
+  result.old.getEntity(4).symbol = result.old.intern("pkg.m.Old.g");
+  result.run(hunkAt(7, "class Old:", "class C:"));
+  ASSERT_TRUE(result.ok) << result.errors;
+  EXPECT_EQ(result.summary(), "renamed pkg.m.C from pkg.m.Old\n"
+                              "moved pkg.m.C.g from pkg.m.Old.g\n");
+  // The rename reports its own added line and its old self's removed one.
+  const Change &renamed = result.module.getChanges()[0];
+  EXPECT_EQ(renamed.lines, (std::vector<LineRange>{{7, 7}}));
+  EXPECT_EQ(renamed.attrs.get("removed_lines"),
+            Attribute::getStringList({"7:7"}));
+}
+
+TEST(ChangeMapperTest, AnalyzerLeavesOwnNamesOutOfHashes) {
+  using python::analyzePythonSource;
+  auto hashOf = [](const python::FileSummary &summary, llvm::StringRef name) {
+    for (const python::EntitySummary &entity : summary.entities)
+      if (entity.qualname == name)
+        return entity.hash;
+    ADD_FAILURE() << "no entity " << name.str();
+    return uint64_t(0);
+  };
+  python::FileSummary a = analyzePythonSource(
+      "@dec\nclass A:\n    def m(self):\n        return 1\n", "m.py", "m");
+  python::FileSummary b = analyzePythonSource(
+      "@dec\nclass B:\n    def n(self):\n        return 1\n", "m.py", "m");
+  python::FileSummary c = analyzePythonSource(
+      "@dec\nclass B:\n    def n(self):\n        return 2\n", "m.py", "m");
+  // A renamed class or method keeps its hash: the symbol carries the name.
+  EXPECT_EQ(hashOf(a, "A.m"), hashOf(b, "B.n"));
+  EXPECT_NE(hashOf(b, "B.n"), hashOf(c, "B.n"));
+  // The parent still names its children, so renaming one changes it.
+  EXPECT_NE(hashOf(a, "A"), hashOf(b, "B"));
+  EXPECT_EQ(hashOf(b, "B"), hashOf(c, "B"));
+  EXPECT_NE(a.moduleHash, b.moduleHash);
+  // Other identifiers, and uses of the name inside the body, still count.
+  python::FileSummary f =
+      analyzePythonSource("def f(n):\n    return f(n)\n", "m.py", "m");
+  python::FileSummary g =
+      analyzePythonSource("def g(n):\n    return g(n)\n", "m.py", "m");
+  python::FileSummary h =
+      analyzePythonSource("def h(n):\n    return f(n)\n", "m.py", "m");
+  EXPECT_NE(hashOf(f, "f"), hashOf(g, "g"));
+  EXPECT_EQ(hashOf(f, "f"), hashOf(h, "h"));
+}
+
+TEST(ChangeMapperTest, FindDecoratorStartCoversMultiLineDecorators) {
+  const char *text = "import pytest\n"             // 1
+                     "X = 1\n"                     // 2
+                     "@pytest.mark.parametrize(\n" // 3
+                     "    \"x\", [\n"              // 4
+                     "        1,\n"                // 5
+                     "        2])\n"               // 6
+                     "# a comment\n"               // 7
+                     "@torch.no_grad(\n"           // 8
+                     ")\n"                         // 9
+                     "def f(x):\n"                 // 10
+                     "    return x\n"              // 11
+                     "class C:\n"                  // 12
+                     "    @staticmethod\n"         // 13
+                     "    def g():\n"              // 14
+                     "        @inner(\n"           // 15
+                     "@x)\n"                       // 16
+                     "        def h(): pass\n";    // 17
+  EXPECT_EQ(findDecoratorStart(text, 10, 2), 3u);
+  EXPECT_EQ(findDecoratorStart(text, 10, 1), 8u);
+  EXPECT_EQ(findDecoratorStart(text, 14, 1), 13u);
+  // `@` at another indentation (a matrix product, an argument) is not a
+  // decorator of h.
+  EXPECT_EQ(findDecoratorStart(text, 17, 1), 15u);
+  EXPECT_EQ(findDecoratorStart(text, 10, 3), std::nullopt);
+  EXPECT_EQ(findDecoratorStart(text, 99, 1), std::nullopt);
+  // A text that does not start a definition there is not the entity's.
+  EXPECT_EQ(findDecoratorStart(text, 11, 1), std::nullopt);
+}
+
+TEST(ChangeMapperTest, MultiLineDecoratorChangesTheFunction) {
+  // f (lines 6-7) has two decorators spanning lines 2-5; line 1 is module
+  // code. A change on line 3, inside the first decorator's arguments, is
+  // f's only when the mapper can read the file; otherwise one line per
+  // decorator (4-5) is all f claims, and line 3 falls to the module.
+  const char *text = "X = 1\n"
+                     "@pytest.mark.parametrize(\n"
+                     "    \"x\", [1,\n"
+                     "              2])\n"
+                     "@torch.no_grad()\n"
+                     "def f(x):\n"
+                     "    return x\n";
+  auto build = [](Module &module, uint64_t fHash) {
+    EntityId file = module.addEntity(EntityKind::File, "pkg/m.py");
+    EntityId mod =
+        module.addEntity(EntityKind::Module, "pkg.m", file, {1, 0, 7, 0}, 1);
+    EntityId f = module.addEntity(EntityKind::Function, "pkg.m.f", mod,
+                                  {6, 0, 7, 0}, fHash);
+    module.getEntity(f).attrs.set(
+        "decorators",
+        Attribute::getStringList({"pytest.mark.parametrize", "torch.no_grad"}));
+  };
+  std::string diff = hunkAt(3, "    \"x\", [0,", "    \"x\", [1,");
+
+  MapResult withText;
+  build(withText.module, 10);
+  build(withText.old, 11);
+  withText.reader = [&](llvm::StringRef path) -> std::optional<std::string> {
+    EXPECT_EQ(path, "pkg/m.py");
+    return std::string(text);
+  };
+  // The old side knows its decorators' first line from `decorator_line`.
+  withText.old.getEntity(2).attrs.set("decorator_line", Attribute::getInt(2));
+  withText.run(diff);
+  ASSERT_TRUE(withText.ok) << withText.errors;
+  EXPECT_EQ(withText.summary(), "modified pkg.m.f\n");
+
+  MapResult withoutText;
+  build(withoutText.module, 10);
+  build(withoutText.old, 11);
+  withoutText.run(diff);
+  ASSERT_TRUE(withoutText.ok) << withoutText.errors;
+  EXPECT_EQ(withoutText.summary(), "cosmetic pkg.m\n");
+}
+
+TEST(ChangeMapperTest, ChangesReportAddedAndRemovedLines) {
+  MapResult result;
+  addFile(result.module, "pkg/m.py", "pkg.m", 11, 20);
+  addFile(result.old, "pkg/m.py", "pkg.m", 10, 21);
+  // f (3-5): old line 4 replaced by new lines 4-5. g (9-10): only loses
+  // old line 10 (the diff's second hunk; new numbering is one line ahead).
+  result.run("diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n"
+             "+++ b/pkg/m.py\n@@ -4,2 +4,3 @@\n-a\n+b\n+c\n d\n"
+             "@@ -10 +10,0 @@\n-x\n");
+  ASSERT_TRUE(result.ok) << result.errors;
+  ASSERT_EQ(result.summary(), "modified pkg.m.f\nmodified pkg.m.C.g\n");
+  const Change &f = result.module.getChanges()[0];
+  EXPECT_EQ(f.lines, (std::vector<LineRange>{{4, 5}}));
+  EXPECT_EQ(f.attrs.get("removed_lines"), Attribute::getStringList({"4:4"}));
+  const Change &g = result.module.getChanges()[1];
+  EXPECT_TRUE(g.lines.empty());
+  EXPECT_EQ(g.attrs.get("removed_lines"), Attribute::getStringList({"10:10"}));
+
+  // Without the old file, the removal is attributed to the new entities
+  // around it, still in old-file numbers.
+  MapResult unknown;
+  addFile(unknown.module, "pkg/m.py", "pkg.m", 11, 20);
+  unknown.run(hunkAt(4, "a", "b"), /*withOld=*/false);
+  ASSERT_TRUE(unknown.ok) << unknown.errors;
+  ASSERT_EQ(unknown.summary(), "modified pkg.m.f\n");
+  EXPECT_EQ(unknown.module.getChanges()[0].lines,
+            (std::vector<LineRange>{{4, 4}}));
+  EXPECT_EQ(unknown.module.getChanges()[0].attrs.get("removed_lines"),
+            Attribute::getStringList({"4:4"}));
 }
 
 TEST(ChangeMapperTest, NonPythonFilesFollowThePolicy) {
