@@ -31,5 +31,10 @@ rc=$?
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
 [ $rc -ne 0 ] && status=1
 
+# A suite that wrote no report did not run: never count it as passed.
+for suite in lit ctest pytest; do
+  [ -s "$REPORT_DIR/$suite.xml" ] ||
+    { echo "fastci: no $suite report in $REPORT_DIR" >&2; status=1; }
+done
 "$FASTCI_PYTHON" "$FASTCI_ROOT/utils/summarize-junit.py" "$REPORT_DIR"/*.xml || status=1
 exit $status
