@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include <limits>
 
 using namespace fastci;
 
@@ -101,6 +102,26 @@ private:
     return std::nullopt;
   }
 
+  /// Reads the integer at \p key of \p node into \p out when the key is
+  /// present; false, after a located error, when it is not an integer of at
+  /// least \p lowest.
+  bool readInt(const YAMLNode &node, llvm::StringRef key, int64_t &out,
+               int64_t lowest = std::numeric_limits<int64_t>::min()) {
+    const YAMLNode *value = node.get(key);
+    if (!value)
+      return true;
+    if (std::optional<int64_t> parsed = value->getAsInt();
+        parsed && *parsed >= lowest) {
+      out = *parsed;
+      return true;
+    }
+    llvm::StringRef kind = lowest == 0   ? "a non-negative integer"
+                           : lowest == 1 ? "a positive integer"
+                                         : "an integer";
+    error(*value, "'" + key + "' must be " + kind);
+    return false;
+  }
+
   /// Rejects keys of \p node outside \p allowed; false on error.
   bool expectKeys(const YAMLNode &node,
                   std::initializer_list<llvm::StringRef> allowed) {
@@ -159,17 +180,13 @@ private:
                               "' (expected steps, depth, width, sequence, "
                               "batch, checkpoint, parallel or precision)");
     dim.role = *parsedRole;
-    if (const YAMLNode *min = node.get("min")) {
-      std::optional<int64_t> value = min->getAsInt();
-      if (!value || *value < 0)
-        return error(*min, "'min' must be a non-negative integer");
-      dim.min = *value;
-    }
-    if (const YAMLNode *def = node.get("default")) {
-      std::optional<int64_t> value = def->getAsInt();
-      if (!value)
-        return error(*def, "'default' must be an integer");
-      dim.defaultValue = *value;
+    if (!readInt(node, "min", dim.min, 0))
+      return std::nullopt;
+    if (node.get("default")) {
+      int64_t value = 0;
+      if (!readInt(node, "default", value))
+        return std::nullopt;
+      dim.defaultValue = value;
     }
     if (const YAMLNode *cost = node.get("cost")) {
       std::optional<double> value = cost->getAsNumber();
@@ -251,12 +268,8 @@ private:
       if (!names)
         return std::nullopt;
       constraint.operands = std::move(*names);
-      if (const YAMLNode *factor = node.get("factor")) {
-        std::optional<int64_t> f = factor->getAsInt();
-        if (!f || *f < 1)
-          return error(*factor, "'factor' must be a positive integer");
-        constraint.factor = *f;
-      }
+      if (!readInt(node, "factor", constraint.factor, 1))
+        return std::nullopt;
       if (const YAMLNode *plus = node.get("plus"))
         return error(*plus, "'plus' only applies to 'less' and 'at-least'");
     } else if (const YAMLNode *value = node.get("less") ? node.get("less")
@@ -278,18 +291,9 @@ private:
           return error(*than, "'than' needs at least one dimension");
         constraint.operands = std::move(*names);
       }
-      if (const YAMLNode *factor = node.get("factor")) {
-        std::optional<int64_t> f = factor->getAsInt();
-        if (!f || *f < 1)
-          return error(*factor, "'factor' must be a positive integer");
-        constraint.factor = *f;
-      }
-      if (const YAMLNode *plus = node.get("plus")) {
-        std::optional<int64_t> p = plus->getAsInt();
-        if (!p)
-          return error(*plus, "'plus' must be an integer");
-        constraint.offset = *p;
-      }
+      if (!readInt(node, "factor", constraint.factor, 1) ||
+          !readInt(node, "plus", constraint.offset))
+        return std::nullopt;
     } else if (const YAMLNode *preserve = node.get("preserve")) {
       constraint.kind = Constraint::Kind::Preserve;
       if (!expectKeys(*preserve, {"num", "den"}))

@@ -1,17 +1,10 @@
 //===- AnalyzerTest.cpp - Entities, ranges, hashes and edges --------------===//
+#include "FindEntity.h"
 #include "fastci/Python/Analyzer.h"
 #include "gtest/gtest.h"
 
 using namespace fastci;
 using namespace fastci::python;
-
-static const EntitySummary *find(const FileSummary &summary,
-                                 llvm::StringRef qualname) {
-  for (const EntitySummary &entity : summary.entities)
-    if (entity.qualname == qualname)
-      return &entity;
-  return nullptr;
-}
 
 TEST(AnalyzerTest, QualnamesFollowCPython) {
   FileSummary s = analyzePythonSource("class A:\n"

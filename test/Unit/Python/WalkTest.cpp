@@ -7,6 +7,7 @@
 // records for scheduling.
 //
 //===----------------------------------------------------------------------===//
+#include "FindEntity.h"
 #include "fastci/Python/Analyzer.h"
 #include "fastci/Python/SourceTree.h"
 #include "llvm/Support/FileSystem.h"
@@ -16,14 +17,6 @@
 
 using namespace fastci;
 using namespace fastci::python;
-
-static const EntitySummary *find(const FileSummary &summary,
-                                 llvm::StringRef qualname) {
-  for (const EntitySummary &entity : summary.entities)
-    if (entity.qualname == qualname)
-      return &entity;
-  return nullptr;
-}
 
 TEST(WalkTest, OnlyASingleTargetNamesALambda) {
   FileSummary s = analyzePythonSource("a = b = lambda: 0\n"
