@@ -97,7 +97,9 @@ void buildDefaultPipeline(PassManager &pm,
   if (!options.evidence.getValue().empty())
     addPass(pm, "merge-evidence", {{"dir", options.evidence.getValue()}});
   if (!options.diff.getValue().empty())
-    addPass(pm, "mark-changed", {{"diff", options.diff.getValue()}});
+    // The head tree places decorators and rebuilds pre-images of the diff.
+    addPass(pm, "mark-changed", {{"diff", options.diff.getValue()},
+                                 {"root", options.root.getValue()}});
   else if (!options.base.getValue().empty())
     addPass(pm, "mark-changed", {{"repo", options.root.getValue()},
                                  {"base", options.base.getValue()},
