@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Select/ConfigSignature.h"
 #include "fastci/Select/ChangeSet.h"
+#include "fastci/Workload/Lowering.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -60,7 +61,18 @@ std::string ConfigSignatureBuilder::getSignature(const Test &test) const {
   if (!nproc)
     nproc = test.workload.get("nproc");
   out += "nproc=" + (nproc ? nproc.str() : std::string("unset")) + ";";
+  // A test that declares no scope validates what its name says (`[tp]`,
+  // `gpt_cp2`), as lower-workload infers it later: without this, a tp test
+  // and an unrelated one running the same lines would look interchangeable.
   std::vector<std::string> scope = test.scope;
+  if (scope.empty()) {
+    if (dialect) {
+      scope = inferScope(test.name, *dialect);
+    } else {
+      for (const Dialect &each : schema.dialects)
+        llvm::append_range(scope, inferScope(test.name, each));
+    }
+  }
   llvm::sort(scope);
   scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
   out += "scope=" + llvm::join(scope, ",");

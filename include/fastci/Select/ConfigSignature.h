@@ -28,7 +28,8 @@ public:
 
   /// The signature of \p test: `dim=value` for every behaviour-changing
   /// dimension of its dialect (every dialect's when the test names none or
-  /// an unknown one), `nproc`, and the sorted scope. Dimensions the workload
+  /// an unknown one), `nproc`, and the sorted scope (inferred from the
+  /// test's name, as lower-workload does, when it declares none). Dimensions the workload
   /// leaves out take their schema default, so spelling a default explicitly
   /// does not make two tests differ.
   std::string getSignature(const Test &test) const;
