@@ -45,62 +45,15 @@ static constexpr llvm::StringLiteral kMagic = "# fastci-evidence: ";
 /// The only format version this reader understands.
 static constexpr llvm::StringLiteral kVersion = "1";
 
-/// Returns the offset of the first byte of \p text that is not valid UTF-8
-/// or is a control character other than tab, or npos. Evidence is text; such
-/// bytes mean binary junk or corruption, and accepting them would put
-/// garbage symbols in the IR.
-static size_t findInvalidByte(llvm::StringRef text) {
-  const auto *bytes = reinterpret_cast<const llvm::UTF8 *>(text.data());
-  size_t size = text.size();
-  size_t i = 0;
-  for (;;) {
-    // Fast path: blocks of printable ASCII, which is nearly all evidence.
-#if defined(__SSE2__)
-    // As signed bytes, both control characters and bytes with the top bit
-    // set are below 0x20.
-    const __m128i space = _mm_set1_epi8(0x20);
-    for (; i + 16 <= size; i += 16) {
-      __m128i block =
-          _mm_loadu_si128(reinterpret_cast<const __m128i *>(bytes + i));
-      if (_mm_movemask_epi8(_mm_cmplt_epi8(block, space)))
-        break;
-    }
-#endif
-    // A byte b is below 0x20 iff (b - 0x20) borrows into its top bit while
-    // b's own top bit is clear.
-    constexpr uint64_t kOnes = 0x0101010101010101, kHighs = 0x8080808080808080;
-    for (; i + sizeof(uint64_t) <= size; i += sizeof(uint64_t)) {
-      uint64_t word;
-      std::memcpy(&word, bytes + i, sizeof(word));
-      if ((word & kHighs) || ((word - 0x20 * kOnes) & ~word & kHighs))
-        break;
-    }
-    if (i == size)
-      return llvm::StringRef::npos;
-    // Slow path: one character (tab, other ASCII, a UTF-8 sequence), then
-    // back to blocks.
-    llvm::UTF8 byte = bytes[i];
-    if (byte < 0x80) {
-      if (byte < 0x20 && byte != '\t')
-        return i;
-      ++i;
-      continue;
-    }
-    unsigned length = llvm::getNumBytesForUTF8(byte);
-    if (length > size - i ||
-        !llvm::isLegalUTF8Sequence(bytes + i, bytes + i + length))
-      return i;
-    i += length;
-  }
-}
-
 /// Finds the end of the line that continues at \p from in \p text: returns
 /// the offset of the next newline (npos if none) and sets \p invalid to the
-/// offset of the first byte before it that findInvalidByte would reject, or
-/// npos; a carriage return just before the newline is accepted. \p from must
-/// be a character boundary. One pass finds both: a 16-byte block with no byte
-/// below 0x20 (as a signed byte) holds neither a newline nor anything to
-/// check.
+/// offset of the first byte before it that is not valid UTF-8 or is a
+/// control character other than tab, or npos; a carriage return just before
+/// the newline is accepted. Evidence is text; such bytes mean binary junk or
+/// corruption, and accepting them would put garbage symbols in the IR.
+/// \p from must be a character boundary. One pass finds both: a 16-byte
+/// block with no byte below 0x20 (as a signed byte) holds neither a newline
+/// nor anything to check.
 static size_t scanLine(llvm::StringRef text, size_t from, size_t &invalid) {
   const auto *bytes = reinterpret_cast<const llvm::UTF8 *>(text.data());
   size_t size = text.size();
@@ -141,6 +94,14 @@ static size_t scanLine(llvm::StringRef text, size_t from, size_t &invalid) {
   // Only the newline is left to find.
   invalid = i;
   return text.find('\n', i);
+}
+
+/// The offset of the first byte of \p line (which holds no newline) that
+/// scanLine would reject, or npos.
+static size_t findInvalidByte(llvm::StringRef line) {
+  size_t invalid;
+  scanLine(line, 0, invalid);
+  return invalid;
 }
 
 /// The length of the longest common prefix of \p lhs and \p rhs, with the

@@ -319,14 +319,18 @@ LogicalResult fastci::checkMappingKeys(const YAMLNode &node,
                                        llvm::StringRef what,
                                        DiagnosticEngine &diag) {
   if (!node.isMapping()) {
-    diag.error(node.loc, what + " must be a mapping");
+    diag.error(node.loc, what.empty() ? llvm::Twine("expected a mapping")
+                                      : what + " must be a mapping");
     return failure();
   }
   for (const auto &[key, value] : node.entries) {
     if (llvm::is_contained(allowed, llvm::StringRef(key.scalar)))
       continue;
-    diag.error(key.loc, "unknown key '" + key.scalar + "' in " + what +
-                            "; expected " + formatChoices(allowed));
+    if (what.empty())
+      diag.error(key.loc, "unknown key '" + key.scalar + "'");
+    else
+      diag.error(key.loc, "unknown key '" + key.scalar + "' in " + what +
+                              "; expected " + formatChoices(allowed));
     return failure();
   }
   return success();

@@ -72,12 +72,7 @@ private:
 
   LogicalResult expectKeys(const YAMLNode &node,
                            llvm::ArrayRef<llvm::StringRef> allowed) {
-    if (!node.isMapping())
-      return error(node, "expected a mapping");
-    for (const auto &[key, value] : node.entries)
-      if (!llvm::is_contained(allowed, llvm::StringRef(key.scalar)))
-        return error(key, "unknown key '" + key.scalar + "'");
-    return success();
+    return checkMappingKeys(node, allowed, /*what=*/"", diag);
   }
 
   /// The field \p key of \p test, falling back to the manifest's defaults.

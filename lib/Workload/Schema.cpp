@@ -125,17 +125,7 @@ private:
   /// Rejects keys of \p node outside \p allowed; false on error.
   bool expectKeys(const YAMLNode &node,
                   std::initializer_list<llvm::StringRef> allowed) {
-    if (!node.isMapping()) {
-      error(node, "expected a mapping");
-      return false;
-    }
-    for (const auto &[key, value] : node.entries) {
-      if (llvm::is_contained(allowed, llvm::StringRef(key.scalar)))
-        continue;
-      error(key, "unknown key '" + key.scalar + "'");
-      return false;
-    }
-    return true;
+    return succeeded(checkMappingKeys(node, allowed, /*what=*/"", diag));
   }
 
   std::optional<std::vector<std::string>> readNames(const YAMLNode &node) {

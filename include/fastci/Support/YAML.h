@@ -92,7 +92,8 @@ std::optional<YAMLNode> parseYAML(unsigned bufferId, DiagnosticEngine &diag,
 /// Checks that \p node is a mapping whose keys are all in \p allowed, for
 /// strict readers where a misspelt key would silently change behaviour.
 /// Reports "<what> must be a mapping", or "unknown key 'k' in <what>;
-/// expected 'a', 'b' or 'c'" at the first offending key.
+/// expected 'a', 'b' or 'c'" at the first offending key; with an empty
+/// \p what, the terse "expected a mapping" and "unknown key 'k'".
 LogicalResult checkMappingKeys(const YAMLNode &node,
                                llvm::ArrayRef<llvm::StringRef> allowed,
                                llvm::StringRef what, DiagnosticEngine &diag);
