@@ -16,6 +16,19 @@ their spread, and the sampling thread's own CPU time per tick times the rate
 load-independent estimate of the sampler's share, which the wall-time
 ratios on a busy machine cannot resolve. The load average is printed too.
 
+`--paired` measures the steady-state cost of sampling alone inside one
+interpreter: the workload runs in short chunks, alternately without and with
+a live Sampler (started before and stopped after the timed chunk, so thread
+start-up and file writing are not counted), in ABBA order. Fresh interpreters
+differ by several percent from each other (hash seed, memory layout), which
+the paired chunks share; each pair gives one ratio, and we print their median
+with a bootstrap 95% confidence interval. Other jobs and the host only ever
+slow a chunk down, so on a machine whose timings swing by tens of percent
+(shared virtual machines) the fastest chunks of each kind are the steadier
+estimate of the undisturbed times; we print the ratio of the means of the
+fastest fifth as well. The call burst is a per-test start-up
+cost bounded by its budget, measured by the default mode.
+
 `--compare-backends` measures, in this process, a signal timer (setitimer +
 SIGPROF handler) against the timer thread the package uses: overhead on the
 pure-Python workload, and how many of the expected samples each gets while
@@ -210,6 +223,76 @@ def measure_overhead(runs, rate, seconds, calls, workloads=tuple(WORKLOADS)):
     return results
 
 
+# -- paired chunks in one interpreter ---------------------------------------
+
+def _bootstrap_median_ci(values, rounds=2000, seed=1):
+    """A 95% percentile-bootstrap confidence interval of the median of `values`."""
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values)))
+                     for _ in range(rounds))
+    return medians[int(0.025 * rounds)], medians[int(0.975 * rounds) - 1]
+
+
+def measure_paired(pairs, rate, chunk_seconds, workloads=tuple(WORKLOADS)):
+    """Print, per workload, the median overhead of sampling over `pairs` paired chunks."""
+    from fastci_trace.sampler import Sampler
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as scratch:
+        cfg = trace_config.from_env({trace_config.ENV_OUT: scratch,
+                                     trace_config.ENV_RATE: str(rate),
+                                     trace_config.ENV_CALLS: "0"}, os.getcwd())
+        for name in workloads:
+            fn = WORKLOADS[name]
+            fn(1)  # imports and first-call costs out of the way
+            probe = 1
+            while fn(probe) < 0.1:
+                probe *= 2
+            amount = max(1, int(probe * chunk_seconds / fn(probe)))
+            ratios, ticks, cpu = [], 0, 0.0
+            base_times, traced_times = [], []
+
+            def sampled():
+                sampler = Sampler(cfg)
+                sampler.start()
+                sampler.begin("bench/%s" % name)
+                sink = sampler._sinks[-1]
+                elapsed = fn(amount)
+                nonlocal ticks, cpu
+                ticks += sink.ticks
+                cpu += sink.sampler_cpu
+                sampler.end()
+                sampler.stop()
+                return elapsed
+
+            for i in range(pairs):
+                if i % 2 == 0:
+                    base, traced = fn(amount), sampled()
+                else:
+                    traced, base = sampled(), fn(amount)
+                base_times.append(base)
+                traced_times.append(traced)
+                ratios.append((traced / base - 1) * 100)
+            low, high = _bootstrap_median_ci(ratios)
+            q1, q3 = _quartiles(ratios)
+            fastest = max(1, pairs // 5)
+            best_base = statistics.mean(sorted(base_times)[:fastest])
+            best_traced = statistics.mean(sorted(traced_times)[:fastest])
+            print("%s: %d pairs of %.2fs chunks in one interpreter, %g Hz: sampling %+.2f%% "
+                  "(median; 95%% CI %+.2f..%+.2f%%, IQR %+.2f..%+.2f%%); sampler thread "
+                  "%.1f us CPU per tick, %.2f ticks/s" % (
+                      name, pairs, statistics.median(base_times), rate,
+                      statistics.median(ratios), low, high, q1, q3,
+                      cpu / ticks * 1e6 if ticks else 0.0,
+                      ticks / sum(traced_times)),
+                  flush=True)
+            print("%s: fastest %d chunks of each: %.4fs without, %.4fs with sampling: %+.2f%%" % (
+                name, fastest, best_base, best_traced, (best_traced / best_base - 1) * 100),
+                flush=True)
+    load_after = os.getloadavg()
+    print("load average (1/5/15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f on %d CPUs" % (
+        load_before + load_after + (os.cpu_count(),)))
+
+
 # -- thread vs signal -------------------------------------------------------
 
 class ThreadTimer:
@@ -323,6 +406,10 @@ def main():
     parser.add_argument("--workload", action="append", choices=sorted(WORKLOADS),
                         help="measure only this workload (repeatable; default: all)")
     parser.add_argument("--compare-backends", action="store_true")
+    parser.add_argument("--paired", type=int, metavar="PAIRS",
+                        help="measure sampling alone over PAIRS paired chunks in one interpreter")
+    parser.add_argument("--chunk", type=float, default=0.5,
+                        help="seconds per chunk with --paired (default 0.5)")
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "AMOUNT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -333,6 +420,8 @@ def main():
         parser.error("--runs must be >= 1")
     if args.compare_backends:
         compare_backends(args.runs, args.rate)
+    elif args.paired:
+        measure_paired(args.paired, args.rate, args.chunk, tuple(args.workload or WORKLOADS))
     else:
         measure_overhead(args.runs, args.rate, args.seconds, args.calls,
                          tuple(args.workload or WORKLOADS))

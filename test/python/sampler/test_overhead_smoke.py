@@ -25,3 +25,19 @@ def test_overhead_benchmark_smoke():
     assert burst and float(burst.group(1)) > 0, proc.stdout
     assert re.search(r"no-burst +.*call burst 0\.000s", proc.stdout), proc.stdout
     assert "load average" in proc.stdout
+
+
+def test_paired_overhead_benchmark_smoke():
+    proc = subprocess.run([PYTHON, str(BENCH), "--paired", "4", "--chunk", "0.05",
+                           "--workload", "pure-python"], env=clean_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    line = re.search(r"pure-python: 4 pairs of \d+\.\d+s chunks in one interpreter, 50 Hz: "
+                     r"sampling [+-]\d+\.\d+% \(median; 95% CI [+-]\d+\.\d+\.\.[+-]\d+\.\d+%.*"
+                     r"sampler thread (\d+\.\d) us CPU per tick, (\d+\.\d+) ticks/s", proc.stdout)
+    assert line, proc.stdout
+    # The sampler really ran during the timed chunks.
+    assert float(line.group(1)) > 0 and float(line.group(2)) > 0, proc.stdout
+    assert re.search(r"pure-python: fastest 1 chunks of each: \d+\.\d+s without, "
+                     r"\d+\.\d+s with sampling: [+-]\d+\.\d+%", proc.stdout), proc.stdout
