@@ -7,7 +7,7 @@
 // state and staleness reached there; only the new suffix is validated,
 // split and looked up. Distinct frame texts are decoded and resolved once per
 // thread (a FrameCache, shared by the files one thread reads) and cached by
-// their raw bytes; a file only numbers the frames it uses, in the order it
+// a 128-bit hash of their raw bytes; a file only numbers the frames it uses, in the order it
 // first uses them, so its tables do not depend on what else the thread read.
 //
 // The bytes a line shares with the previous line cannot hold a newline, so
@@ -263,29 +263,67 @@ struct FrameText {
   uint32_t line = 0;
 };
 
-/// Hashes frame texts with xxh3, which is quicker than hash_value on the
-/// tens of bytes a frame has.
-struct FrameTextInfo : llvm::DenseMapInfo<llvm::StringRef> {
-  static unsigned getHashValue(llvm::StringRef text) {
-    return unsigned(llvm::xxh3_64bits(text));
+/// A frame text as the index keys it: its 128-bit xxh3 hash. The table holds
+/// tens of thousands of texts, well beyond the caches, and a lookup that had
+/// to compare the stored bytes would miss the cache once more per frame; the
+/// hash alone identifies a text. Two of a run's n distinct texts collide with
+/// probability about n^2 / 2^129 (below 10^-29 for a million texts); a
+/// collision crafted on purpose needs write access to the evidence, which
+/// could misattribute samples far more simply by writing other frames.
+struct FrameKey {
+  uint64_t low, high;
+
+  static FrameKey get(llvm::StringRef text) {
+    llvm::XXH128_hash_t hash = llvm::xxh3_128bits(llvm::arrayRefFromStringRef(text));
+    FrameKey key{hash.low64, hash.high64};
+    // The table's two reserved keys stand for no text.
+    if (key.high == ~uint64_t(0) && key.low >= ~uint64_t(1))
+      key.high = 0;
+    return key;
+  }
+  bool operator==(const FrameKey &other) const {
+    return low == other.low && high == other.high;
   }
 };
 
-/// A distinct frame text and what it resolved to, whichever file it came
-/// from.
+struct FrameKeyInfo {
+  static FrameKey getEmptyKey() { return {~uint64_t(0), ~uint64_t(0)}; }
+  static FrameKey getTombstoneKey() { return {~uint64_t(1), ~uint64_t(0)}; }
+  static unsigned getHashValue(const FrameKey &key) {
+    return unsigned(key.low);
+  }
+  static bool isEqual(const FrameKey &lhs, const FrameKey &rhs) {
+    return lhs == rhs;
+  }
+};
+
+/// What a distinct frame text resolved to, whichever file it came from: the
+/// fields every file that uses the frame reads. It is the index's value, so
+/// that a lookup touches one place in memory; the rarely read rest is a
+/// SharedFrameDetail.
 struct SharedFrame {
   /// Resolved or Pseudo; malformed frames are not shared.
   FrameKind kind = FrameKind::Resolved;
-  ResolvedFrame resolved;
-  /// For a py-spy `process <pid>:` pseudo-frame with a readable pid.
-  bool hasPid = false;
-  int64_t pid = 0;
+  /// The ResolvedFrame's kind and staleness.
+  ResolvedFrame::Kind resolvedKind = ResolvedFrame::Kind::Library;
+  bool stale = false;
   /// The FrameTarget of an entity or leaf.
   uint32_t target = 0;
   /// The last file that used this frame (a FrameCache stamp) and the frame's
   /// index in that file's table, so a file finds its own entry with the same
   /// lookup.
   uint32_t stamp = 0, local = 0;
+  /// The frame's SharedFrameDetail.
+  uint32_t detail = 0;
+};
+
+/// The rest of a SharedFrame: read once per file that uses the frame's
+/// target, or never.
+struct SharedFrameDetail {
+  ResolvedFrame resolved;
+  /// For a py-spy `process <pid>:` pseudo-frame with a readable pid.
+  bool hasPid = false;
+  int64_t pid = 0;
 };
 
 /// A distinct entity or library leaf that frames resolve to: texts that
@@ -302,12 +340,13 @@ struct FrameContext {
   const FrameResolver *resolver = nullptr;
   std::string root, defaultRoot;
   EvidenceFormat format = EvidenceFormat::FastCI;
-  /// Owns the texts the index points to (files are freed after reading).
-  llvm::BumpPtrAllocator allocator;
-  llvm::StringSaver texts{allocator};
-  llvm::DenseMap<llvm::StringRef, uint32_t, FrameTextInfo> index;
-  std::vector<SharedFrame> frames;
+  /// Every distinct text, and what it resolved to.
+  llvm::DenseMap<FrameKey, SharedFrame, FrameKeyInfo> index;
+  std::vector<SharedFrameDetail> details;
+  /// Indexed alike: every entity and leaf, and the frame a file lists for
+  /// it (a few thousand, unlike the texts, so they stay in cache).
   std::vector<FrameTarget> targets;
+  std::vector<ResolvedFrame> targetFrames;
   llvm::DenseMap<EntityId, uint32_t> entityTargets;
   llvm::StringMap<uint32_t> leafTargets;
 };
@@ -321,8 +360,8 @@ struct CachedFrame {
   bool stale = false;
   /// True once the stale symbol was recorded (on the first good line).
   bool staleRecorded = false;
-  /// The SharedFrame, for the stale symbol.
-  uint32_t shared = 0;
+  /// The frame's SharedFrameDetail, for the stale symbol.
+  uint32_t detail = 0;
 };
 
 /// Hashes a trie edge, (parent << 32 | frame). DenseMapInfo<uint64_t>
@@ -371,8 +410,8 @@ struct FrameCache::Impl {
     if (++stamp == 0) {
       // Wrapped after 2^32 files: forget the old stamps.
       for (std::unique_ptr<FrameContext> &context : contexts) {
-        for (SharedFrame &frame : context->frames)
-          frame.stamp = 0;
+        for (auto &entry : context->index)
+          entry.second.stamp = 0;
         for (FrameTarget &target : context->targets)
           target.stamp = 0;
       }
@@ -390,7 +429,7 @@ FrameCache &FrameCache::operator=(FrameCache &&) noexcept = default;
 size_t FrameCache::size() const {
   size_t size = 0;
   for (const std::unique_ptr<FrameContext> &context : impl->contexts)
-    size += context->frames.size();
+    size += context->index.size();
   return size;
 }
 
@@ -437,15 +476,15 @@ private:
                      size_t shared, size_t invalid);
   /// The CachedFrame index for raw frame text \p text, or kMalformedFrame.
   uint32_t getFrame(llvm::StringRef text);
-  /// Makes the shared frame \p index one of this file's.
-  uint32_t addFileFrame(uint32_t index);
+  /// Makes \p shared one of this file's frames.
+  uint32_t addFileFrame(SharedFrame &shared);
   /// Splits a frame in FastCI's syntax, or says why it cannot.
   FrameKind splitFastCIFrame(llvm::StringRef text, FrameText &frame);
   /// Splits a frame in py-spy's syntax, or says why it cannot.
   FrameKind splitPySpyFrame(llvm::StringRef text, FrameText &frame,
-                            SharedFrame &shared);
+                            SharedFrameDetail &shared);
   /// Resolves \p frame into \p shared.
-  void resolve(FrameText &frame, SharedFrame &shared);
+  void resolve(FrameText &frame, SharedFrameDetail &shared);
   /// The trie node \p parent extended by frame \p token.
   uint32_t getChild(uint32_t parent, uint32_t token);
   /// Records a problem at \p column (0-based) of the line at \p lineOffset.
@@ -751,7 +790,8 @@ void Reader::readStackLine(llvm::StringRef line, size_t offset,
     CachedFrame &frame = (*cache)[states[i].frame];
     if (frame.stale && !frame.staleRecorded) {
       frame.staleRecorded = true;
-      file.staleSymbols.push_back(context->frames[frame.shared].resolved.name);
+      file.staleSymbols.push_back(
+          context->details[frame.detail].resolved.name);
     }
   }
   file.samples += count;
@@ -774,16 +814,18 @@ uint32_t Reader::getChild(uint32_t parent, uint32_t token) {
 }
 
 uint32_t Reader::getFrame(llvm::StringRef text) {
-  auto it = context->index.find(text);
+  FrameKey key = FrameKey::get(text);
+  auto it = context->index.find(key);
   if (it != context->index.end()) {
-    const SharedFrame &shared = context->frames[it->second];
-    return shared.stamp == stamp ? shared.local : addFileFrame(it->second);
+    SharedFrame &shared = it->second;
+    return shared.stamp == stamp ? shared.local : addFileFrame(shared);
   }
   // A new text: split, decode and resolve it once for every file of the
   // cache. Malformed frames are reported and not kept, so junk cannot grow
   // the cache.
   FrameText frame;
   SharedFrame shared;
+  SharedFrameDetail detail;
   if (text.empty()) {
     malformed = "empty frame";
     malformedColumn = 0;
@@ -791,52 +833,55 @@ uint32_t Reader::getFrame(llvm::StringRef text) {
   } else if (file.format == EvidenceFormat::FastCI) {
     shared.kind = splitFastCIFrame(text, frame);
   } else {
-    shared.kind = splitPySpyFrame(text, frame, shared);
+    shared.kind = splitPySpyFrame(text, frame, detail);
   }
   if (shared.kind == FrameKind::Malformed)
     return kMalformedFrame;
   if (shared.kind == FrameKind::Resolved) {
-    resolve(frame, shared);
+    resolve(frame, detail);
+    const ResolvedFrame &resolved = detail.resolved;
+    shared.resolvedKind = resolved.kind;
+    shared.stale = resolved.stale;
     uint32_t numTargets = context->targets.size();
-    if (shared.resolved.kind == ResolvedFrame::Kind::Entity)
+    if (resolved.kind == ResolvedFrame::Kind::Entity)
       shared.target =
-          context->entityTargets.try_emplace(shared.resolved.entity, numTargets)
+          context->entityTargets.try_emplace(resolved.entity, numTargets)
               .first->second;
-    else if (shared.resolved.kind == ResolvedFrame::Kind::Library)
+    else if (resolved.kind == ResolvedFrame::Kind::Library)
       shared.target =
-          context->leafTargets.try_emplace(shared.resolved.name, numTargets)
+          context->leafTargets.try_emplace(resolved.name, numTargets)
               .first->second;
-    if (shared.resolved.kind != ResolvedFrame::Kind::Vanished &&
-        shared.target == numTargets)
+    if (resolved.kind != ResolvedFrame::Kind::Vanished &&
+        shared.target == numTargets) {
       context->targets.emplace_back();
+      context->targetFrames.push_back(resolved);
+    }
   }
-  uint32_t index = context->frames.size();
-  context->frames.push_back(std::move(shared));
-  context->index.try_emplace(context->texts.save(text), index);
-  return addFileFrame(index);
+  shared.detail = context->details.size();
+  context->details.push_back(std::move(detail));
+  return addFileFrame(context->index.try_emplace(key, shared).first->second);
 }
 
-uint32_t Reader::addFileFrame(uint32_t index) {
-  SharedFrame &shared = context->frames[index];
+uint32_t Reader::addFileFrame(SharedFrame &shared) {
   shared.stamp = stamp;
   shared.local = cache->size();
   CachedFrame &cached = cache->emplace_back();
   cached.kind = shared.kind;
-  cached.shared = index;
+  cached.detail = shared.detail;
   if (shared.kind == FrameKind::Pseudo) {
-    if (shared.hasPid)
-      pseudoPid = shared.pid;
+    const SharedFrameDetail &detail = context->details[shared.detail];
+    if (detail.hasPid)
+      pseudoPid = detail.pid;
     return shared.local;
   }
-  const ResolvedFrame &resolved = shared.resolved;
-  cached.resolvedKind = resolved.kind;
-  cached.stale = resolved.stale;
-  if (resolved.kind != ResolvedFrame::Kind::Vanished) {
+  cached.resolvedKind = shared.resolvedKind;
+  cached.stale = shared.stale;
+  if (shared.resolvedKind != ResolvedFrame::Kind::Vanished) {
     FrameTarget &target = context->targets[shared.target];
     if (target.stamp != stamp) {
       target.stamp = stamp;
       target.token = file.frames.size();
-      file.frames.push_back(resolved);
+      file.frames.push_back(context->targetFrames[shared.target]);
     }
     cached.token = target.token;
   }
@@ -876,7 +921,7 @@ FrameKind Reader::splitFastCIFrame(llvm::StringRef text, FrameText &frame) {
 }
 
 FrameKind Reader::splitPySpyFrame(llvm::StringRef text, FrameText &frame,
-                                  SharedFrame &shared) {
+                                  SharedFrameDetail &shared) {
   // py-spy prefixes stacks with pseudo-frames when run with --subprocesses
   // or --threads; they name no code.
   if (text.starts_with("process ") || text.starts_with("thread (")) {
@@ -908,7 +953,7 @@ FrameKind Reader::splitPySpyFrame(llvm::StringRef text, FrameText &frame,
   return FrameKind::Resolved;
 }
 
-void Reader::resolve(FrameText &frame, SharedFrame &shared) {
+void Reader::resolve(FrameText &frame, SharedFrameDetail &shared) {
   llvm::StringRef path = frame.path;
   for (llvm::StringRef root :
        {llvm::StringRef(file.header.root), options.defaultRoot}) {

@@ -19,7 +19,7 @@ named peer is the sampler's own Python reader (fastci_trace.evidence), which
 only parses; the ratio is lines/s of the pass over lines/s of the peer.
 
 Usage: bench.py --fastci-opt build/bin/fastci-opt [--tests 200] [--ranks 4]
-       [--lines 1000] [--threads 2] [--nights 3]
+       [--lines 1000] [--runner-frames 7] [--threads 2] [--nights 3]
 """
 
 import argparse
@@ -70,7 +70,20 @@ def make_module(path, files, functions):
         f.write("\n".join(out) + "\n")
 
 
-def make_stacks(rng, files, functions, lines):
+def runner_prefix(frames):
+    """The test runner's frames above the test function, `frames` of them.
+
+    pytest's own call chain is about 30 frames deep under the sampler (pluggy
+    hook calls nest), which makes real lines two to three times longer than
+    the default 7 frames here.
+    """
+    prefix = PYTEST_PREFIX[:frames]
+    while len(prefix) < frames:
+        prefix.append("%s/pluggy/_callers.py:_multicall:%d" % (SITE, 100 + len(prefix)))
+    return prefix
+
+
+def make_stacks(rng, files, functions, lines, prefix):
     """Return {encoded stack: count} with `lines` distinct stacks.
 
     Stacks are the root-to-node paths of a random call tree below one test
@@ -80,12 +93,12 @@ def make_stacks(rng, files, functions, lines):
     few tens of frames, as in training frameworks).
     """
     test = "tests/test_%d.py:test_case:%d" % (rng.randrange(files), rng.randrange(5, 50))
-    nodes = [PYTEST_PREFIX + [test]]
+    nodes = [prefix + [test]]
     stacks = {}
     while len(stacks) < lines:
         recent = nodes[-20:] if rng.random() < 0.7 else nodes
         parent = rng.choice(recent)
-        if len(parent) >= 48:
+        if len(parent) >= len(prefix) + 41:
             continue
         f, g = rng.randrange(files), rng.randrange(functions)
         child = parent + ["pkg/m%d.py:f%d:%d" % (f, g, g * 10 + rng.randrange(2, 9))]
@@ -99,11 +112,12 @@ def make_stacks(rng, files, functions, lines):
     return stacks
 
 
-def make_evidence(directory, rng, tests, ranks, files, functions, lines):
+def make_evidence(directory, rng, tests, ranks, files, functions, lines, runner_frames):
     total = 0
+    prefix = runner_prefix(runner_frames)
     for t in range(tests):
         test_id = "tests/test_%d.py::test_case" % t
-        base = make_stacks(rng, files, functions, lines)
+        base = make_stacks(rng, files, functions, lines, prefix)
         for rank in range(ranks):
             header = {"test-id": test_id, "pid": 1000 + rank, "rank": rank,
                       "local-rank": rank, "rate": 50, "wall-seconds": 10.0,
@@ -158,6 +172,8 @@ def main():
     parser.add_argument("--lines", type=int, default=1000, help="distinct stacks per file")
     parser.add_argument("--files", type=int, default=100, help="repository source files")
     parser.add_argument("--functions", type=int, default=50, help="functions per file")
+    parser.add_argument("--runner-frames", type=int, default=7,
+                        help="test-runner frames above each test function (real pytest: ~30)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--nights", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3)
@@ -175,7 +191,7 @@ def main():
     make_module(module, args.files, args.functions)
     shutil.rmtree(evdir, ignore_errors=True)
     lines = make_evidence(evdir, rng, args.tests, args.ranks, args.files,
-                          args.functions, args.lines)
+                          args.functions, args.lines, args.runner_frames)
     size = sum(os.path.getsize(os.path.join(d, f))
                for d, _, fs in os.walk(evdir) for f in fs)
     shutil.rmtree(nights, ignore_errors=True)
@@ -194,9 +210,9 @@ def main():
             evidence.read_evidence(os.path.join(d, f))
     peer = time.perf_counter() - start
 
-    print("evidence: %d files, %d stack lines, %.1f MiB, %d threads, "
+    print("evidence: %d files, %d stack lines, %.1f MiB (%.0f bytes per line), %d threads, "
           "load average %.1f before, %.1f after"
-          % (args.tests * args.ranks, lines, size / 2**20, args.threads,
+          % (args.tests * args.ranks, lines, size / 2**20, size / lines, args.threads,
              load_before, os.getloadavg()[0]))
     print("module only: peak RSS %.1f MiB" % base_rss)
     for label, n, (wall, cpu, rss) in (("1 night", 1, one),
