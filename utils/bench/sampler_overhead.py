@@ -22,7 +22,9 @@ a live Sampler (started before and stopped after the timed chunk, so thread
 start-up and file writing are not counted), in ABBA order. Fresh interpreters
 differ by several percent from each other (hash seed, memory layout), which
 the paired chunks share; each pair gives one ratio, and we print their median
-with a bootstrap 95% confidence interval. Other jobs and the host only ever
+with a bootstrap 95% confidence interval, and the same scaled to the full
+rate (a chunk's first interval holds no sample, so short chunks get fewer
+ticks per second than the rate). Other jobs and the host only ever
 slow a chunk down, so on a machine whose timings swing by tens of percent
 (shared virtual machines) the fastest chunks of each kind are the steadier
 estimate of the undisturbed times; we print the ratio of the means of the
@@ -285,9 +287,16 @@ def measure_paired(pairs, rate, chunk_seconds, workloads=tuple(WORKLOADS)):
                       cpu / ticks * 1e6 if ticks else 0.0,
                       ticks / sum(traced_times)),
                   flush=True)
-            print("%s: fastest %d chunks of each: %.4fs without, %.4fs with sampling: %+.2f%%" % (
-                name, fastest, best_base, best_traced, (best_traced / best_base - 1) * 100),
-                flush=True)
+            # A chunk starts with one interval of no sample; short chunks get
+            # fewer ticks per second than the rate, so scale to the full rate.
+            per_second = ticks / sum(traced_times)
+            scale = rate / per_second if per_second else 1.0
+            print("%s: fastest %d chunks of each: %.4fs without, %.4fs with sampling: %+.2f%%; "
+                  "at the full %g ticks/s: median %+.2f%%, fastest %+.2f%%" % (
+                      name, fastest, best_base, best_traced, (best_traced / best_base - 1) * 100,
+                      rate, statistics.median(ratios) * scale,
+                      (best_traced / best_base - 1) * 100 * scale),
+                  flush=True)
     load_after = os.getloadavg()
     print("load average (1/5/15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f on %d CPUs" % (
         load_before + load_after + (os.cpu_count(),)))
