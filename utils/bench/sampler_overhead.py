@@ -38,7 +38,8 @@ the main thread is in a GIL-holding C call, a GIL-releasing C call, or
 blocked while a worker thread runs Python. docs/Evidence.md records results.
 
 Usage: /usr/bin/python3 utils/bench/sampler_overhead.py [--runs N] [--rate HZ]
-       [--seconds S] [--calls S] [--compare-backends]
+       [--seconds S] [--calls S] [--workload W] [--compare-backends]
+       [--paired PAIRS [--chunk S]]
 """
 
 import argparse
