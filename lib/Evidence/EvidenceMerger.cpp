@@ -368,6 +368,25 @@ void Merger::merge(llvm::StringRef path,
 }
 
 void Merger::finish() {
+  // Sorting every record's samples is independent work, done in parallel;
+  // only adding the records to the module is serial.
+  std::vector<RecordBuilder *> builders;
+  builders.reserve(records.size());
+  for (auto &entry : records)
+    builders.push_back(&entry.second);
+  std::vector<std::vector<StackSample>> sortedSamples =
+      parallelMap<std::vector<StackSample>>(builders.size(), [&](size_t i) {
+        std::vector<StackSample> samples;
+        samples.reserve(builders[i]->counts.size());
+        for (auto [stack, count] : builders[i]->counts)
+          samples.push_back({stack, count});
+        llvm::sort(samples, [](const StackSample &a, const StackSample &b) {
+          return a.stack < b.stack;
+        });
+        builders[i]->counts = {};
+        return samples;
+      });
+  size_t index = 0;
   for (auto &[key, builder] : records) {
     auto &[test, rank, revision, rate] = key;
     EvidenceRecord &record = module.addEvidence(test);
@@ -375,12 +394,7 @@ void Merger::finish() {
     record.rank = rank;
     record.revision = module.intern(revision);
     record.rate = rate;
-    record.samples.reserve(builder.counts.size());
-    for (auto [stack, count] : builder.counts)
-      record.samples.push_back({stack, count});
-    llvm::sort(record.samples, [](const StackSample &a, const StackSample &b) {
-      return a.stack < b.stack;
-    });
+    record.samples = std::move(sortedSamples[index++]);
     AttrDict &attrs = record.attrs;
     attrs.set(evidence_attrs::kState,
               Attribute::getString(stringifyEvidenceState(builder.state)));
