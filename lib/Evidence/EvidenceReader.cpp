@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/EvidenceReader.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -515,6 +516,11 @@ private:
   /// This file's trie edges, (parent << 32 | frame) to node.
   llvm::DenseMap<uint64_t, uint32_t, NodeKeyInfo> *children = nullptr;
 
+  /// The header's keys so far, with their decoded values and lines.
+  llvm::StringMap<std::pair<std::string, unsigned>> headerKeys;
+  /// True when an identity key was given two values: the file is skipped.
+  bool headerConflict = false;
+
   llvm::StringRef previousBody;
   llvm::SmallVector<FrameState, 64> states;
   /// A pid named by a py-spy `process N:` pseudo-frame.
@@ -645,6 +651,8 @@ bool Reader::readHeader(size_t &pos, unsigned &lineNo) {
     pos = newline + 1;
     ++lineNo;
   }
+  if (headerConflict)
+    return false;
   if (file.header.testId.empty()) {
     problem(0, 1, 0, "evidence header has no 'test-id'; skipped");
     return false;
@@ -670,6 +678,31 @@ void Reader::readHeaderLine(llvm::StringRef line, size_t offset,
   if (!percentDecode(value, decoded, errorAt)) {
     problem(offset, lineNo, valueColumn + errorAt,
             "malformed '%' escape in header value; ignored");
+    return;
+  }
+  // A key written twice is a writer's bug or two files pasted together. The
+  // same value again is harmless; another value for a key that says whose
+  // samples these are (or how to count them) leaves the file's meaning
+  // undecidable, so the file is skipped: its test then has no evidence from
+  // it and is treated conservatively. Other keys keep their first value.
+  auto [seen, first] = headerKeys.try_emplace(key, decoded, lineNo);
+  if (!first) {
+    if (seen->second.first == decoded) {
+      problem(offset, lineNo, 2, "header '" + key + "' repeated; ignored");
+      return;
+    }
+    static constexpr llvm::StringLiteral kIdentityKeys[] = {
+        "test-id", "pid", "rank", "local-rank", "rate", "revision", "root"};
+    std::string where = ("header '" + key +
+                         "' repeated with another value (first at line " +
+                         llvm::Twine(seen->second.second) + ")")
+                            .str();
+    if (llvm::is_contained(kIdentityKeys, key)) {
+      problem(offset, lineNo, 2, where + "; file skipped");
+      headerConflict = true;
+    } else {
+      problem(offset, lineNo, 2, where + "; the first is kept");
+    }
     return;
   }
   EvidenceHeader &header = file.header;
