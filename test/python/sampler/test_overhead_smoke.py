@@ -9,12 +9,17 @@ from conftest import PYTHON, clean_env
 BENCH = Path(__file__).resolve().parents[3] / "utils" / "bench" / "sampler_overhead.py"
 
 
-def test_overhead_benchmark_smoke():
-    proc = subprocess.run([PYTHON, str(BENCH), "--runs", "3", "--seconds", "0.3",
-                           "--workload", "pure-python"], env=clean_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+def run_bench(*args):
+    """Run the benchmark on the pure-Python workload; its output, once it succeeded."""
+    proc = subprocess.run([PYTHON, str(BENCH), "--workload", "pure-python"] + list(args),
+                          env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=300)
     assert proc.returncode == 0, proc.stdout
+    return proc
+
+
+def test_overhead_benchmark_smoke():
+    proc = run_bench("--runs", "3", "--seconds", "0.3")
     for mode in ("traced", "no-burst"):
         assert re.search(r"%s +workload [+-]\d+\.\d+%% .*IQR" % mode, proc.stdout), proc.stdout
         assert re.search(r"%s +workload CPU \(all threads\) [+-]\d+\.\d+%%" % mode, proc.stdout), \
@@ -28,11 +33,7 @@ def test_overhead_benchmark_smoke():
 
 
 def test_paired_overhead_benchmark_smoke():
-    proc = subprocess.run([PYTHON, str(BENCH), "--paired", "4", "--chunk", "0.05",
-                           "--workload", "pure-python"], env=clean_env(),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout
+    proc = run_bench("--paired", "4", "--chunk", "0.05")
     line = re.search(r"pure-python: 4 pairs of \d+\.\d+s chunks in one interpreter, 50 Hz: "
                      r"sampling [+-]\d+\.\d+% \(median; 95% CI [+-]\d+\.\d+\.\.[+-]\d+\.\d+%.*"
                      r"sampler thread (\d+\.\d) us CPU per tick, (\d+\.\d+) ticks/s", proc.stdout)
