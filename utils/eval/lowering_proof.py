@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from eval import suite  # noqa: E402
 from eval.fastci import FastCIOpt, attr, number  # noqa: E402
+from eval.workspace import apply_patch, copy_workload  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_WORKLOAD = os.path.join(ROOT, "test", "workloads", "minitron")
@@ -85,20 +85,6 @@ def lowered_info(opt, tree, extra=""):
     return info
 
 
-def copy_tree(src, dst):
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(
-        "history", "__pycache__", ".pytest_cache"))
-    return dst
-
-
-def git_apply(tree, patch, reverse=False):
-    cmd = ["git", "apply", "-p1"] + (["-R"] if reverse else []) + [patch]
-    proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError("git apply %s%s failed:\n%s" % (
-            "-R " if reverse else "", patch, proc.stderr))
-
-
 def run_lowered(tree, test_id, entry, work, record=None, reference=None):
     """One lowered run of `test_id` in `tree`, judged as described above."""
     if not entry["lowered"]:
@@ -117,7 +103,7 @@ def prove(opts):
     work = opts.work or tempfile.mkdtemp(prefix="lowering_proof_")
     os.makedirs(work, exist_ok=True)
     load_before = os.getloadavg()
-    base = copy_tree(workload, os.path.join(work, "base"))
+    base = copy_workload(workload, os.path.join(work, "base"))
     e2e_ids = suite.e2e_ids(base)
     targets = regression_targets(index, set(e2e_ids), opts.mr)
     involved = [t for t in e2e_ids if any(t in caught for _, caught in targets)]
@@ -139,10 +125,10 @@ def prove(opts):
 
     caught = {}
     wanted = {mr: ids for mr, ids in targets}
-    tree = copy_tree(workload, os.path.join(work, "replay"))
+    tree = copy_workload(workload, os.path.join(work, "replay"))
     for entry in index:
         patch = os.path.join(workload, "history", entry["patch"])
-        git_apply(tree, patch)
+        apply_patch(tree, patch)
         if entry["id"] in wanted:
             caught[entry["id"]] = {}
             for test_id in wanted[entry["id"]]:
@@ -153,7 +139,7 @@ def prove(opts):
                     "problems": run["problems"][:2]}
             log("%s: %s" % (entry["id"], {k: v["caught"] for k, v in caught[entry["id"]].items()}))
         if not entry["merged"]:
-            git_apply(tree, patch, reverse=True)
+            apply_patch(tree, patch, reverse=True)
     if not opts.work:
         shutil.rmtree(work, ignore_errors=True)
     return {"tests": tests, "caught": caught, "load_before": load_before,

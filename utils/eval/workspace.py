@@ -23,15 +23,29 @@ def load_history(workload):
         return json.load(f)
 
 
+def copy_workload(workload, dst):
+    """Copies the workload's tree, minus its history/ and caches, to `dst`; returns `dst`."""
+    shutil.copytree(workload, dst, ignore=shutil.ignore_patterns(
+        "history", "__pycache__", ".pytest_cache"))
+    return dst
+
+
+def apply_patch(tree, patch, reverse=False):
+    """`git apply` (or with `reverse`, `git apply -R`) of `patch` in `tree`, which need not be a repository."""
+    cmd = ["git", "apply", "-p1"] + (["-R"] if reverse else []) + [patch]
+    proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError("git apply %s%s failed:\n%s" % (
+            "-R " if reverse else "", patch, proc.stderr))
+
+
 class ScratchRepo:
     """A git copy of the workload; `path` is the working tree."""
 
     def __init__(self, workload, parent=None):
         self.workload = os.path.abspath(workload)
         self.tmp = tempfile.mkdtemp(prefix="fastci_eval_", dir=parent)
-        self.path = os.path.join(self.tmp, "minitron")
-        shutil.copytree(self.workload, self.path, ignore=shutil.ignore_patterns(
-            "history", "__pycache__", ".pytest_cache"))
+        self.path = copy_workload(self.workload, os.path.join(self.tmp, "minitron"))
         self.git("init", "-q", "-b", "main")
         self.git("add", "-A")
         self.commit("base")

@@ -31,22 +31,17 @@ import time
 HISTORY_DIR = os.path.dirname(os.path.abspath(__file__))
 WORKLOAD_ROOT = os.path.dirname(HISTORY_DIR)
 INDEX = os.path.join(HISTORY_DIR, "index.json")
+# The evaluation's helpers for copying the workload and applying its patches.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(WORKLOAD_ROOT))),
+                                "utils"))
+from eval.workspace import apply_patch, copy_workload  # noqa: E402
+
 FAILED_LINE = re.compile(r"^(FAILED|ERROR) (\S+)")
 
 
 def make_scratch_tree():
     scratch = tempfile.mkdtemp(prefix="minitron_history_")
-    tree = os.path.join(scratch, "minitron")
-    shutil.copytree(WORKLOAD_ROOT, tree, ignore=shutil.ignore_patterns(
-        "history", "__pycache__", ".pytest_cache"))
-    return tree
-
-
-def git_apply(tree, patch, reverse=False):
-    cmd = ["git", "apply", "-p1"] + (["-R"] if reverse else []) + [patch]
-    proc = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"git apply {'-R ' if reverse else ''}{patch} failed:\n{proc.stderr}")
+    return copy_workload(WORKLOAD_ROOT, os.path.join(scratch, "minitron"))
 
 
 def run_unit_suite(tree):
@@ -120,7 +115,7 @@ def main(argv=None):
     try:
         for entry in index:
             patch = os.path.join(HISTORY_DIR, entry["patch"])
-            git_apply(tree, patch)
+            apply_patch(tree, patch)
             if opts.mr is None or entry["id"] in opts.mr:
                 start = time.time()
                 failures = set()
@@ -151,7 +146,7 @@ def main(argv=None):
                 # Save after every MR: a full replay takes long and may be interrupted.
                 _save(opts, index, report)
             if not entry["merged"]:
-                git_apply(tree, patch, reverse=True)
+                apply_patch(tree, patch, reverse=True)
     finally:
         shutil.rmtree(os.path.dirname(tree), ignore_errors=True)
 
