@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Workload/Lowering.h"
+#include "fastci/Support/YAML.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include <algorithm>
@@ -92,6 +93,13 @@ std::vector<std::string> fastci::inferScope(llvm::StringRef testName,
 }
 
 namespace {
+/// A floor the search enforces for one test: the dialect's, not turned off
+/// by the test, with the test's raised bound if it gave one.
+struct ActiveFloor {
+  const Constraint *floor;
+  const FloorOverride *raise;
+};
+
 /// The search state: one value per dialect dimension, absent when the
 /// workload does not name it and it has no default.
 class LoweringSearch {
@@ -99,7 +107,16 @@ public:
   LoweringSearch(const Test &test, llvm::ArrayRef<std::string> scope,
                  const Dialect &dialect, const LoweringOptions &options)
       : test(test), scope(scope), dialect(dialect), options(options),
-        useFloors(options.floors) {}
+        useFloors(options.floors) {
+    for (const Constraint &c : dialect.floors) {
+      const FloorOverride *override = nullptr;
+      for (const FloorOverride &o : options.floorOverrides)
+        if (o.name == c.name)
+          override = &o;
+      if (!override || !override->off)
+        floors.push_back({&c, override});
+    }
+  }
 
   LoweringResult run();
 
@@ -107,17 +124,31 @@ private:
   /// A dimension's value; std::nullopt when absent.
   using Value = std::optional<int64_t>;
 
+  LoweringResult runSearch();
+
   void readOriginalValues();
   void deriveValues(std::vector<Value> &values) const;
   std::string pinReason(const Dimension &dim) const;
   bool constraintApplies(const Constraint &c,
                          const std::vector<Value> &values) const;
   bool holds(const Constraint &c, const std::vector<Value> &values,
-             bool isFloor = false) const;
+             bool isFloor = false,
+             std::optional<int64_t> raisedTo = std::nullopt) const;
+  bool holds(const ActiveFloor &f, const std::vector<Value> &values) const {
+    return holds(*f.floor, values, /*isFloor=*/true,
+                 f.raise ? std::optional<int64_t>(f.raise->atLeast)
+                         : std::nullopt);
+  }
   bool decided(const Constraint &c, size_t variable) const;
   bool search(size_t variable);
   double predictSeconds() const;
-  void explainFloors(LoweringResult &result) const;
+  void explainFloors(LoweringResult &result);
+  std::string describeFloor(const ActiveFloor &f, bool limited) const;
+  void listOverrides(LoweringResult &result) const;
+  llvm::StringRef flagOf(llvm::StringRef name) const {
+    const Dimension *dim = dialect.lookup(name);
+    return dim && !dim->flag.empty() ? llvm::StringRef(dim->flag) : name;
+  }
   void keepFollowers(LoweringResult &result) const;
   void updateFollowers(std::vector<Value> &values) const;
 
@@ -145,6 +176,10 @@ private:
   /// Per dimension: the position in the variable order, or SIZE_MAX.
   std::vector<size_t> order;
   std::vector<size_t> variables;
+  /// The floors in force: the dialect's, less those the test turned off.
+  std::vector<ActiveFloor> floors;
+  /// The floors that kept a dimension larger (set by explainFloors).
+  std::vector<const Constraint *> limiting;
   unsigned checks = 0;
   /// False for the floor-free search that tells which floors limited
   /// lowering (and when the options turn floors off).
@@ -247,8 +282,8 @@ bool LoweringSearch::constraintApplies(const Constraint &c,
 }
 
 bool LoweringSearch::holds(const Constraint &c,
-                           const std::vector<Value> &values,
-                           bool isFloor) const {
+                           const std::vector<Value> &values, bool isFloor,
+                           std::optional<int64_t> raisedTo) const {
   if (!constraintApplies(c, values))
     return true;
   switch (c.kind) {
@@ -266,22 +301,34 @@ bool LoweringSearch::holds(const Constraint &c,
     Value value = valueOf(values, c.value);
     if (!value)
       return true;
-    __int128 bound = c.constant.value_or(1);
-    if (!c.constant) {
+    // A test's raised bound holds wherever the floor does, even when a
+    // dimension the floor's own bound needs is absent.
+    std::optional<__int128> bound;
+    if (c.constant) {
+      bound = *c.constant;
+    } else {
       bound = c.factor;
       for (const std::string &name : c.operands) {
         Value other = valueOf(values, name);
-        if (!other)
-          return true;
-        bound *= *other;
+        if (!other) {
+          bound.reset();
+          break;
+        }
+        *bound *= *other;
       }
     }
-    bound += c.offset;
+    if (bound)
+      *bound += c.offset;
+    if (raisedTo)
+      bound = std::max<__int128>(bound.value_or(*raisedTo), *raisedTo);
+    if (!bound)
+      return true;
     // A floor keeps what the full-size run has; it never asks for more.
     if (isFloor)
       if (Value originalValue = valueOf(original, c.value))
-        bound = std::min<__int128>(bound, *originalValue);
-    return c.kind == Constraint::Kind::Less ? *value < bound : *value >= bound;
+        bound = std::min<__int128>(*bound, *originalValue);
+    return c.kind == Constraint::Kind::Less ? *value < *bound
+                                            : *value >= *bound;
   }
   case Constraint::Kind::Preserve: {
     // num/den == num0/den0, cross-multiplied to stay exact; skipped unless
@@ -345,13 +392,12 @@ bool LoweringSearch::search(size_t position) {
         break;
       }
     }
-    for (size_t f = 0; ok && useFloors && f < dialect.floors.size(); ++f) {
-      const Constraint &c = dialect.floors[f];
-      if (!decided(c, position))
+    for (size_t f = 0; ok && useFloors && f < floors.size(); ++f) {
+      if (!decided(*floors[f].floor, position))
         continue;
       if (++checks > options.searchBudget)
         return false;
-      ok = holds(c, current, /*isFloor=*/true);
+      ok = holds(floors[f], current);
     }
     if (ok && search(position + 1))
       return true;
@@ -385,6 +431,15 @@ double LoweringSearch::predictSeconds() const {
 }
 
 LoweringResult LoweringSearch::run() {
+  LoweringResult result = runSearch();
+  // Every override is listed, whatever the outcome, so a plan shows what
+  // the test changed about its floors even where that did not matter.
+  if (useFloors && !options.floorOverrides.empty())
+    listOverrides(result);
+  return result;
+}
+
+LoweringResult LoweringSearch::runSearch() {
   LoweringResult result;
   result.predictedSeconds = test.cost.seconds;
   readOriginalValues();
@@ -437,7 +492,7 @@ LoweringResult LoweringSearch::run() {
     return result;
   }
 
-  if (useFloors && !dialect.floors.empty())
+  if (useFloors && !floors.empty())
     explainFloors(result);
 
   bool hasGolden = test.attrs.contains("golden");
@@ -468,7 +523,7 @@ LoweringResult LoweringSearch::run() {
   return result;
 }
 
-void LoweringSearch::explainFloors(LoweringResult &result) const {
+void LoweringSearch::explainFloors(LoweringResult &result) {
   // The floors that limited lowering are those the floor-free workload
   // breaks; each dimension that ended up larger because of them names the
   // broken floors that constrain it (or all of them, when it grew only to
@@ -479,27 +534,146 @@ void LoweringSearch::explainFloors(LoweringResult &result) const {
   if (unfloored.current.empty())
     return;
   const std::vector<Value> &free = unfloored.current;
-  std::vector<const Constraint *> broken;
-  for (const Constraint &c : dialect.floors)
-    if (!holds(c, free, /*isFloor=*/true))
-      broken.push_back(&c);
+  std::vector<const ActiveFloor *> broken;
+  for (const ActiveFloor &f : floors)
+    if (!holds(f, free))
+      broken.push_back(&f);
   for (size_t i : variables) {
     if (!free[i] || !current[i] || *current[i] <= *free[i])
       continue;
     const Dimension &dim = dialect.dimensions[i];
-    auto names = [&](const Constraint *c) {
-      return c->value == dim.name || llvm::is_contained(c->operands, dim.name);
+    auto names = [&](const ActiveFloor *f) {
+      return f->floor->value == dim.name ||
+             llvm::is_contained(f->floor->operands, dim.name);
     };
-    std::vector<const Constraint *> reasons;
+    std::vector<const ActiveFloor *> reasons;
     llvm::copy_if(broken, std::back_inserter(reasons), names);
     if (reasons.empty())
       reasons = broken;
     std::string text;
-    for (const Constraint *c : reasons)
-      text += (text.empty() ? "" : "; ") + c->name + ": " + c->why;
+    for (const ActiveFloor *f : reasons) {
+      text += (text.empty() ? "" : "; ") + describeFloor(*f, /*limited=*/true);
+      if (!llvm::is_contained(limiting, f->floor))
+        limiting.push_back(f->floor);
+    }
     if (!text.empty())
       result.floors.set(dim.flag, Attribute::getString(text));
   }
+}
+
+/// `name: why`, with what the test did to the floor's bound, for a floor
+/// that kept a dimension larger (\p limited) or that the test raised.
+std::string LoweringSearch::describeFloor(const ActiveFloor &f,
+                                          bool limited) const {
+  std::string text = f.floor->name;
+  if (const FloorOverride *raise = f.raise) {
+    text += ", raised to at least " + std::to_string(raise->atLeast) +
+            " for this test";
+    if (!raise->why.empty())
+      text += " (" + raise->why + ")";
+    Value originalValue = valueOf(original, f.floor->value);
+    if (originalValue && *originalValue < raise->atLeast)
+      text += ", capped at the original " + std::to_string(*originalValue);
+    if (!limited)
+      text += ", did not limit lowering";
+  }
+  return text + ": " + f.floor->why;
+}
+
+void LoweringSearch::listOverrides(LoweringResult &result) const {
+  // Under the flag of the dimension each overridden floor constrains, after
+  // the floors that limited it (explainFloors), in schema order.
+  for (const Constraint &c : dialect.floors) {
+    const FloorOverride *override = nullptr;
+    for (const FloorOverride &o : options.floorOverrides)
+      if (o.name == c.name)
+        override = &o;
+    if (!override)
+      continue;
+    std::string item;
+    if (override->off) {
+      item = c.name + ", off for this test: " + override->why;
+    } else {
+      if (llvm::is_contained(limiting, &c))
+        continue; // already explained as a floor that limited lowering
+      item = describeFloor({&c, override}, /*limited=*/false);
+    }
+    llvm::StringRef flag = flagOf(c.value);
+    Attribute previous = result.floors.get(flag);
+    if (previous.isString())
+      item = previous.getString().str() + "; " + item;
+    result.floors.set(flag, Attribute::getString(item));
+  }
+}
+
+std::optional<std::vector<FloorOverride>>
+fastci::readFloorOverrides(const Test &test, const Dialect &dialect,
+                           DiagnosticEngine &diag) {
+  std::vector<FloorOverride> overrides;
+  Attribute attr = test.attrs.get(kFloorOverridesAttr);
+  if (!attr)
+    return overrides;
+  auto fail = [&](const llvm::Twine &message) {
+    diag.error(test.loc, "test '" + test.name + "': " + message);
+    return std::nullopt;
+  };
+  if (!attr.isDict())
+    return fail(llvm::Twine("'") + kFloorOverridesAttr +
+                "' must map floor names to overrides");
+  std::vector<llvm::StringRef> names;
+  for (const Constraint &c : dialect.floors)
+    names.push_back(c.name);
+  for (const auto &[name, value] : attr.getDict()) {
+    const Constraint *floor = nullptr;
+    for (const Constraint &c : dialect.floors)
+      if (c.name == name)
+        floor = &c;
+    if (!floor) {
+      if (names.empty())
+        return fail("overrides floor '" + name + "', but dialect '" +
+                    dialect.name + "' has no floors");
+      return fail("overrides unknown floor '" + name + "' of dialect '" +
+                  dialect.name + "'; expected " + formatChoices(names));
+    }
+    FloorOverride override;
+    override.name = name;
+    Attribute off = value.isDict() ? value.getDict().get("off") : Attribute();
+    Attribute atLeast =
+        value.isDict() ? value.getDict().get("at-least") : Attribute();
+    Attribute why = value.isDict() ? value.getDict().get("why") : Attribute();
+    size_t known = size_t(bool(off)) + bool(atLeast) + bool(why);
+    if (!value.isDict() || value.getDict().size() != known ||
+        bool(off) == bool(atLeast) || (off && why))
+      return fail("floor override '" + name +
+                  "' must be {off = \"<reason>\"} or {\"at-least\" = <n>} "
+                  "with an optional why");
+    if (off) {
+      if (!off.isString() || llvm::StringRef(off.getString()).trim().empty())
+        return fail("turning floor '" + name + "' off needs a reason");
+      override.off = true;
+      override.why = off.getString().str();
+    } else {
+      if (!atLeast.isInt() || atLeast.getInt() < 0)
+        return fail("'at-least' of floor '" + name +
+                    "' must be a non-negative integer");
+      override.atLeast = atLeast.getInt();
+      if (why && (!why.isString() || why.getString().trim().empty()))
+        return fail("'why' of floor '" + name + "' must be a reason");
+      if (why)
+        override.why = why.getString().str();
+      // A raise below a constant floor would read as lowering it, which the
+      // search (taking the larger bound) would silently not do.
+      if (floor->constant &&
+          override.atLeast < *floor->constant + floor->offset)
+        return fail("'at-least: " + llvm::Twine(override.atLeast) +
+                    "' would lower floor '" + name + "' (" + floor->value +
+                    " at least " +
+                    llvm::Twine(*floor->constant + floor->offset) +
+                    "); a test may raise a floor or turn it off");
+    }
+    overrides.push_back(std::move(override));
+  }
+  return overrides;
 }
 
 void LoweringSearch::keepFollowers(LoweringResult &result) const {

@@ -37,7 +37,9 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
            "lowered test able to catch what it catches at full size (enough "
            "compared steps, steps after a resume, width per tensor-parallel "
            "rank, micro-batches per step...); a test they limit names them "
-           "in `floors`. A test with no valid lowering keeps its "
+           "in `floors`, as it names the floors its manifest entry turned "
+           "off or raised (`floor_overrides`). A test with no valid "
+           "lowering keeps its "
            "workload and says why in `lowering_reason`.";
   }
 
@@ -95,7 +97,12 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
 
   void runOnModule() override {
     for (Test &test : getModule().getTests()) {
-      if (test.workload.empty() || !runs(test))
+      // Floor overrides are checked on every test that has them, run or
+      // not, so a misspelt floor fails the first pipeline, not the first
+      // merge request that selects the test.
+      bool hasOverrides = test.attrs.contains(kFloorOverridesAttr);
+      bool lowers = !test.workload.empty() && runs(test);
+      if (!lowers && !hasOverrides)
         continue;
       Attribute dialectAttr = test.attrs.get("dialect");
       llvm::StringRef dialectName =
@@ -108,6 +115,12 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
                                              dialectName + "'");
         return signalPassFailure();
       }
+      std::optional<std::vector<FloorOverride>> overrides =
+          readFloorOverrides(test, *dialect, getDiagnostics());
+      if (!overrides)
+        return signalPassFailure();
+      if (!lowers)
+        continue;
       if (test.scope.empty() && inferScopes) {
         test.scope = inferScope(test.name, *dialect);
         test.attrs.set("scope_source", Attribute::getString("inferred"));
@@ -116,6 +129,7 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
       LoweringOptions options;
       options.searchBudget = searchBudget;
       options.floors = useFloors;
+      options.floorOverrides = std::move(*overrides);
       record(test, lowerWorkload(test, test.scope, *dialect, options));
     }
   }

@@ -40,7 +40,10 @@ struct LoweringResult {
   /// for every dimension present in the workload that did not change.
   AttrDict pinned;
   /// Flag -> the behaviour floors (`name: why`) that kept it larger than
-  /// the constraints alone would have, for every dimension they limited.
+  /// the constraints alone would have, for every dimension they limited,
+  /// followed by the floors over it that the test overrides (`name, off
+  /// for this test: reason`, `name, raised to 20 for this test (reason):
+  /// why`), joined by "; ".
   AttrDict floors;
   /// Predicted seconds of the lowered run (the original when not lowered).
   double predictedSeconds = 0;
@@ -52,12 +55,42 @@ struct LoweringResult {
   bool goldenInvalidated = false;
 };
 
+/// The test attribute holding a test's own floor overrides: floor name ->
+/// `{off = "<reason>"}` or `{"at-least" = <n>, why = "<reason>"}` (`why`
+/// optional). load-manifest sets it from a test's `floors:`.
+inline constexpr llvm::StringLiteral kFloorOverridesAttr = "floor_overrides";
+
+/// One test's adjustment of one of its dialect's behaviour floors.
+struct FloorOverride {
+  /// The floor's name in the schema (`model-width`).
+  std::string name;
+  /// True if the floor does not apply to this test at all.
+  bool off = false;
+  /// Otherwise the floor's bound is raised to at least this (still capped
+  /// at the constrained dimension's original value, as every floor is).
+  int64_t atLeast = 0;
+  /// Why: required for `off`, optional for a raised bound.
+  std::string why;
+};
+
+/// Reads \p test's floor overrides (kFloorOverridesAttr) against the floors
+/// of \p dialect. Reports, at the test's location, an override of a floor
+/// the dialect lacks, a malformed entry, and a bound below a constant
+/// floor's own (a test may raise a floor or turn it off, never lower it);
+/// returns std::nullopt then. No attribute reads as no overrides.
+std::optional<std::vector<FloorOverride>>
+readFloorOverrides(const Test &test, const Dialect &dialect,
+                   DiagnosticEngine &diag);
+
 /// Options of the lowering search.
 struct LoweringOptions {
   /// Constraint checks the search may spend per test before giving up.
   unsigned searchBudget = 1000000;
   /// Whether the dialect's behaviour floors apply.
   bool floors = true;
+  /// The test's own overrides of the dialect's floors (ignored without
+  /// floors); each is listed in the result's `floors`.
+  std::vector<FloorOverride> floorOverrides;
 };
 
 /// Lowers \p test's workload under \p dialect with the validation scope

@@ -188,4 +188,77 @@ TEST_F(LoweringTest, NothingToLower) {
             "scope convergence");
 }
 
+TEST_F(LoweringTest, TestTurnsAFloorOff) {
+  fastci::Test &test = makeTest("gpt_steps", 1);
+  test.workload.set("--train-iters", Attribute::getInt(100));
+  LoweringOptions options;
+  options.floorOverrides.push_back(
+      {"compared-steps", /*off=*/true, 0, "goldens compare one step"});
+  LoweringResult result = lowerWorkload(test, {}, *megatron, options);
+  ASSERT_TRUE(result.lowered);
+  // The constraints alone: 1 step (4 with compared-steps).
+  EXPECT_EQ(result.overrides.get("--train-iters").getInt(), 1);
+  EXPECT_EQ(result.floors.get("--train-iters").getString(),
+            "compared-steps, off for this test: goldens compare one step");
+}
+
+TEST_F(LoweringTest, TestRaisesAFloorUpToTheOriginal) {
+  fastci::Test &test = makeTest("gpt_steps", 1);
+  test.workload.set("--train-iters", Attribute::getInt(100));
+  LoweringOptions options;
+  options.floorOverrides.push_back({"compared-steps", false, 20, ""});
+  LoweringResult result = lowerWorkload(test, {}, *megatron, options);
+  ASSERT_TRUE(result.lowered);
+  EXPECT_EQ(result.overrides.get("--train-iters").getInt(), 20);
+  EXPECT_TRUE(llvm::StringRef(result.floors.get("--train-iters").getString())
+                  .starts_with("compared-steps, raised to at least 20 for "
+                               "this test: "));
+
+  // Past the original 12 steps the raise is capped there: nothing shrinks.
+  test.workload.set("--train-iters", Attribute::getInt(12));
+  LoweringResult capped = lowerWorkload(test, {}, *megatron, options);
+  EXPECT_FALSE(capped.lowered);
+  EXPECT_TRUE(llvm::StringRef(capped.floors.get("--train-iters").getString())
+                  .starts_with("compared-steps, raised to at least 20 for "
+                               "this test, capped at the original 12: "));
+
+  // Without floors, the overrides do nothing and are not listed.
+  options.floors = false;
+  LoweringResult unfloored = lowerWorkload(test, {}, *megatron, options);
+  EXPECT_EQ(unfloored.overrides.get("--train-iters").getInt(), 1);
+  EXPECT_TRUE(unfloored.floors.empty());
+}
+
+TEST_F(LoweringTest, ReadsAndChecksFloorOverrides) {
+  fastci::Test &test = makeTest("gpt", 1);
+  std::optional<std::vector<FloorOverride>> none =
+      readFloorOverrides(test, *megatron, diag);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+
+  AttrDict overrides;
+  overrides.set("model-width",
+                Attribute::getDict({{"off", Attribute::getString("why")}}));
+  overrides.set("compared-steps",
+                Attribute::getDict({{"at-least", Attribute::getInt(8)}}));
+  test.attrs.set(kFloorOverridesAttr, Attribute::getDict(overrides));
+  std::optional<std::vector<FloorOverride>> read =
+      readFloorOverrides(test, *megatron, diag);
+  ASSERT_TRUE(read.has_value());
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[0].name, "compared-steps");
+  EXPECT_FALSE((*read)[0].off);
+  EXPECT_EQ((*read)[0].atLeast, 8);
+  EXPECT_EQ((*read)[1].name, "model-width");
+  EXPECT_TRUE((*read)[1].off);
+  EXPECT_EQ((*read)[1].why, "why");
+  EXPECT_TRUE(errors.empty());
+
+  overrides.set("model-widht",
+                Attribute::getDict({{"off", Attribute::getString("why")}}));
+  test.attrs.set(kFloorOverridesAttr, Attribute::getDict(overrides));
+  EXPECT_FALSE(readFloorOverrides(test, *megatron, diag).has_value());
+  EXPECT_NE(errors.find("unknown floor 'model-widht'"), std::string::npos);
+}
+
 } // namespace
