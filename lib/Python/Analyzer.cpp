@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/Unicode.h"
 #include "llvm/Support/xxhash.h"
 #include <cstring>
 #include <memory>
@@ -751,8 +752,10 @@ void FileAnalyzer::recordImport(TSNode node) {
         return;
       if (grammar.kindOf(child) == Kind::AliasedImport) {
         std::string target = text(field(child, grammar.name)).str();
-        importAliases[text(field(child, grammar.alias))] = target;
-        summary.edges.push_back({EdgeKind::Import, from, target, line, 0});
+        StringRef alias = text(field(child, grammar.alias));
+        importAliases[alias] = target;
+        summary.edges.push_back(
+            {EdgeKind::Import, from, target, line, 0, alias.str()});
         return;
       }
       std::string target = text(child).str();
@@ -798,7 +801,8 @@ void FileAnalyzer::recordImport(TSNode node) {
         module.empty() ? name.str() : module + "." + name.str();
     importAliases[bound] = target;
     summary.edges.push_back({EdgeKind::Import, from, target, line,
-                             static_cast<uint32_t>(module.size())});
+                             static_cast<uint32_t>(module.size()),
+                             bound == name ? std::string() : bound.str()});
     any = true;
   });
   if (!any && !module.empty())
@@ -894,8 +898,25 @@ static void appendCodePoint(std::string &out, uint32_t cp) {
   }
 }
 
+/// The code point a `\N{name}` escape denotes, as CPython's unicodedata
+/// finds it: names and aliases in any case, but the algorithmic CJK and
+/// Hangul names in upper case only. Nothing for what LLVM's table does not
+/// know (the abbreviation aliases such as `BOM`), which then stays unknown.
+static std::optional<uint32_t> lookupUnicodeName(StringRef name) {
+  std::string upper = name.upper();
+  if ((StringRef(upper).starts_with("CJK UNIFIED IDEOGRAPH-") ||
+       StringRef(upper).starts_with("HANGUL SYLLABLE ")) &&
+      upper != name)
+    return std::nullopt;
+  if (std::optional<char32_t> cp =
+          llvm::sys::unicode::nameToCodepointStrict(upper))
+    return static_cast<uint32_t>(*cp);
+  return std::nullopt;
+}
+
 /// Decodes the body of one string literal with Python's escape rules.
-/// Returns false for escapes that cannot be decoded statically (\N{...}).
+/// Returns false for escapes that cannot be decoded statically (a `\N{...}`
+/// name LLVM's Unicode table lacks).
 static bool decodeEscapes(StringRef body, bool isBytes, bool isFString,
                           std::string &out) {
   for (size_t i = 0; i < body.size(); ++i) {
@@ -973,13 +994,25 @@ static bool decodeEscapes(StringRef body, bool isBytes, bool isFString,
       appendCodePoint(out, *value);
       break;
     }
-    case 'N':
+    case 'N': {
       if (isBytes) {
         out.push_back('\\');
         out.push_back(e);
         break;
       }
-      return false;
+      if (i + 1 >= body.size() || body[i + 1] != '{')
+        return false;
+      size_t close = body.find('}', i + 2);
+      if (close == StringRef::npos)
+        return false;
+      std::optional<uint32_t> value =
+          lookupUnicodeName(body.slice(i + 2, close));
+      if (!value)
+        return false;
+      appendCodePoint(out, *value);
+      i = close;
+      break;
+    }
     default:
       if (e >= '0' && e <= '7') {
         uint32_t value = e - '0';

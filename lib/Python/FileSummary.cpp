@@ -16,8 +16,8 @@ namespace {
 /// Bumped whenever the summary or its meaning changes, so that stale cache
 /// entries of older builds are ignored rather than misread.
 constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
-constexpr uint32_t kSummaryVersion = 5; // 4: names left out of hashes,
-                                        // 5: pytest facts
+// 4: names left out of hashes, 5: pytest facts, 6: import aliases.
+constexpr uint32_t kSummaryVersion = 6;
 
 class Writer {
 public:
@@ -219,6 +219,7 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.str(edge.target);
     w.u32(edge.line);
     w.u32(edge.modulePrefix);
+    w.str(edge.alias);
   }
   w.u32(summary.tests.size());
   for (const TestSummary &test : summary.tests) {
@@ -284,6 +285,7 @@ fastci::python::deserializeSummary(StringRef buffer) {
     edge.target = r.str();
     edge.line = r.u32();
     edge.modulePrefix = r.u32();
+    edge.alias = r.str();
   }
   summary.tests.resize(r.count());
   for (TestSummary &test : summary.tests) {

@@ -23,6 +23,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>
+#include <map>
 
 using namespace fastci;
 using namespace fastci::python;
@@ -681,8 +682,12 @@ getModuleBindings(const FileSummary &summary) {
     if (edge.kind != EdgeKind::Import || edge.from != kModuleScope)
       continue;
     StringRef target = edge.target;
-    if (edge.modulePrefix && edge.modulePrefix < target.size()) {
-      // `from m import x` binds x (an `as` alias is not recorded).
+    if (!edge.alias.empty()) {
+      // `from m import x as y` and `import a.b as y` bind y to the target.
+      if (!edge.modulePrefix || edge.modulePrefix < target.size())
+        bindings[edge.alias].push_back({edge.line, kModuleScope, target.str()});
+    } else if (edge.modulePrefix && edge.modulePrefix < target.size()) {
+      // `from m import x` binds x.
       StringRef name = target.drop_front(edge.modulePrefix + 1);
       bindings[name].push_back({edge.line, kModuleScope, target.str()});
     } else if (!edge.modulePrefix) {
@@ -999,10 +1004,38 @@ private:
   /// value (an entity of the namespace's file, or an imported one).
   std::vector<std::pair<std::string, std::optional<EntityRef>>>
   getNamespace(EntityRef scope) const;
+  /// Whether a class derives from unittest.TestCase, as far as the
+  /// repository shows.
+  enum class CaseKind {
+    /// No base leads to unittest.TestCase.
+    No,
+    /// Some base is unittest.TestCase or a repository class deriving it.
+    Yes,
+    /// Some base outside the repository is named like a TestCase
+    /// (`absltest.TestCase`, `django.test.SimpleTestCase`).
+    Maybe,
+  };
+  CaseKind getCaseKind(EntityRef cls, unsigned depth = 0) const;
+  /// Collects the class or function \p value bound to \p name in a module
+  /// or class namespace, if pytest would.
+  void collectMember(EntityRef value, StringRef name, const std::string &prefix,
+                     const MarkChain &outer, unsigned depth);
+  /// Whether the first `__test__` along \p mro is False.
+  bool isDisabled(llvm::ArrayRef<EntityRef> mro) const;
+  /// The marks of the classes of \p mro (base-first), then \p outer's.
+  MarkChain getClassMarks(llvm::ArrayRef<EntityRef> mro,
+                          const MarkChain &outer) const;
+  /// The item for a whole class whose inherited tests are not known.
+  void addUnknownClassItem(EntityRef cls, const std::string &prefix,
+                           const MarkChain &chain);
   void collectClass(EntityRef cls, StringRef name, const std::string &prefix,
                     const MarkChain &outer, unsigned depth);
+  /// A unittest.TestCase subclass, as pytest's unittest plugin collects it.
+  void collectUnittestClass(EntityRef cls, const std::string &prefix,
+                            const MarkChain &outer, bool maybe);
+  /// \p unittest: an item of a TestCase, which pytest does not parametrize.
   void collectFunction(EntityRef function, const std::string &prefix,
-                       const MarkChain &outer);
+                       const MarkChain &outer, bool unittest = false);
   bool isTestFunction(EntityRef ref) const {
     const EntitySummary &entity = repo.files[ref.file].entity(ref.id);
     return entity.kind == EntityKind::Function &&
@@ -1138,46 +1171,95 @@ std::vector<TestSummary> ItemCollector::run() {
   for (const auto &[name, value] : getNamespace({file, kModuleScope})) {
     if (!value)
       continue;
-    const EntitySummary &entity = repo.files[value->file].entity(value->id);
     localClass = kModuleScope;
-    if (entity.kind == EntityKind::Class &&
-        StringRef(name).starts_with("Test")) {
-      if (value->file == file)
-        localClass = value->id;
-      collectClass(*value, name, view.path.str() + "::" + name, moduleChain, 0);
-    } else if (isTestFunction(*value) && StringRef(name).starts_with("test")) {
-      collectFunction(*value, view.path.str(), moduleChain);
-    }
+    collectMember(*value, name, view.path.str(), moduleChain, 0);
   }
   return std::move(tests);
 }
 
-void ItemCollector::collectClass(EntityRef cls, StringRef name,
-                                 const std::string &prefix,
-                                 const MarkChain &outer, unsigned depth) {
-  if (depth > 32)
+/// unittest's TestCase classes, which contribute no tests of their own.
+static bool isUnittestCaseBase(StringRef name) {
+  static const char *const kCases[] = {
+      "unittest.TestCase",
+      "unittest.IsolatedAsyncioTestCase",
+      "unittest.FunctionTestCase",
+      "unittest.case.TestCase",
+      "unittest.case.FunctionTestCase",
+      "unittest.async_case.IsolatedAsyncioTestCase"};
+  return llvm::is_contained(kCases, name);
+}
+
+ItemCollector::CaseKind ItemCollector::getCaseKind(EntityRef cls,
+                                                   unsigned depth) const {
+  const PytestEntitySummary *facts = repo.files[cls.file].getFacts(cls.id);
+  if (!facts || depth > 32)
+    return CaseKind::No;
+  CaseKind result = CaseKind::No;
+  for (const std::string &base : facts->bases) {
+    if (isUnittestCaseBase(base))
+      return CaseKind::Yes;
+    if (base.empty() || isInertBase(base))
+      continue;
+    std::optional<EntityRef> ref = repo.resolve(base);
+    if (!ref ||
+        repo.files[ref->file].entity(ref->id).kind != EntityKind::Class) {
+      // A class from outside the repository: frameworks' TestCase classes
+      // (absltest, django, torch's common_utils) say so in their name.
+      if (StringRef(base).ends_with("TestCase"))
+        result = CaseKind::Maybe;
+      continue;
+    }
+    CaseKind kind = getCaseKind(*ref, depth + 1);
+    if (kind == CaseKind::Yes)
+      return kind;
+    if (kind == CaseKind::Maybe)
+      result = kind;
+  }
+  return result;
+}
+
+void ItemCollector::collectMember(EntityRef value, StringRef name,
+                                  const std::string &prefix,
+                                  const MarkChain &outer, unsigned depth) {
+  const EntitySummary &entity = repo.files[value.file].entity(value.id);
+  if (entity.kind != EntityKind::Class) {
+    if (isTestFunction(value) && name.starts_with("test"))
+      collectFunction(value, prefix, outer);
     return;
-  bool unknown = false;
-  std::vector<EntityRef> mro = getMro(cls, unknown);
-  // `__test__` is looked up along the MRO.
+  }
+  // pytest's unittest plugin takes any subclass of unittest.TestCase,
+  // whatever its name, before the python plugin's `Test*` rule. A class
+  // whose framework base is only named like a TestCase keeps the `Test*`
+  // rule when it matches it.
+  CaseKind kind = getCaseKind(value);
+  bool isTestName = name.starts_with("Test");
+  if (kind == CaseKind::No && !isTestName)
+    return;
+  if (kind == CaseKind::Maybe && isTestName)
+    kind = CaseKind::No;
+  LocalId saved = localClass;
+  if (value.file == file)
+    localClass = value.id;
+  std::string classPrefix = prefix + "::" + name.str();
+  if (kind == CaseKind::No)
+    collectClass(value, name, classPrefix, outer, depth);
+  else
+    collectUnittestClass(value, classPrefix, outer, kind == CaseKind::Maybe);
+  localClass = saved;
+}
+
+bool ItemCollector::isDisabled(llvm::ArrayRef<EntityRef> mro) const {
   for (EntityRef ref : mro)
     if (const PytestEntitySummary *facts =
             repo.files[ref.file].getFacts(ref.id))
-      if (facts->testAttribute) {
-        if (facts->testAttribute == 1)
-          return;
-        break;
-      }
-  // pytest refuses classes with a constructor (with a warning), inherited
-  // ones included.
-  for (EntityRef ref : mro)
-    for (LocalId member : repo.files[ref.file].children[ref.id + 1]) {
-      const EntitySummary &entity = repo.files[ref.file].entity(member);
-      if (entity.kind == EntityKind::Function &&
-          (entity.name == "__init__" || entity.name == "__new__"))
-        return;
-    }
+      if (facts->testAttribute)
+        return facts->testAttribute == 1;
+  return false;
+}
 
+ItemCollector::MarkChain
+ItemCollector::getClassMarks(llvm::ArrayRef<EntityRef> mro,
+                             const MarkChain &outer) const {
   // Class marks: pytest >= 7.3 takes them base-first (reverse MRO), 7.2
   // subclass-first; parametrize ids depend on that order only when two
   // classes of the MRO parametrize.
@@ -1196,18 +1278,97 @@ void ItemCollector::collectClass(EntityRef cls, StringRef name,
   }
   chain.ambiguousOrder = outer.ambiguousOrder || parametrizing > 1;
   llvm::append_range(chain.marks, outer.marks);
+  return chain;
+}
 
-  if (unknown) {
-    // A base we cannot see may hold more tests: an item for the whole
-    // class (pytest runs all of a class given its node id).
+void ItemCollector::addUnknownClassItem(EntityRef cls,
+                                        const std::string &prefix,
+                                        const MarkChain &chain) {
+  // A base we cannot see may hold more tests: an item for the whole class
+  // (pytest runs all of a class given its node id).
+  TestSummary item;
+  item.nodeId = prefix;
+  setEntry(item, cls, localClass);
+  for (const MarkSummary *mark : chain.marks)
+    addTag(item.tags, mark->name);
+  item.inheritedUnknown = true;
+  tests.push_back(std::move(item));
+}
+
+void ItemCollector::collectUnittestClass(EntityRef cls,
+                                         const std::string &prefix,
+                                         const MarkChain &outer, bool maybe) {
+  // _pytest/unittest.py's UnitTestCase.collect: no `__init__` rule, no
+  // nested classes, and the names unittest's TestLoader gives.
+  bool unknown = maybe;
+  std::vector<EntityRef> mro = getMro(cls, unknown);
+  if (isDisabled(mro))
+    return;
+  MarkChain chain = getClassMarks(mro, outer);
+  if (unknown)
+    addUnknownClassItem(cls, prefix, chain);
+  // TestLoader.getTestCaseNames: every callable attribute (a function or a
+  // class) whose name starts with `test`, along the MRO, sorted by name.
+  std::map<std::string, EntityRef> members;
+  for (EntityRef ref : mro)
+    for (auto &[memberName, value] : getNamespace(ref))
+      if (value)
+        members.try_emplace(memberName, *value);
+  bool found = false;
+  auto collect = [&](EntityRef member) {
+    found = true;
+    const EntitySummary &entity = repo.files[member.file].entity(member.id);
+    if (entity.kind == EntityKind::Function) {
+      collectFunction(member, prefix, chain, /*unittest=*/true);
+      return;
+    }
     TestSummary item;
-    item.nodeId = prefix;
-    setEntry(item, cls, localClass);
+    item.nodeId = prefix + "::" + entity.name;
+    setEntry(item, member, localClass);
+    if (const PytestEntitySummary *facts =
+            repo.files[member.file].getFacts(member.id))
+      for (const MarkSummary &mark : facts->marks)
+        addTag(item.tags, mark.name);
     for (const MarkSummary *mark : chain.marks)
       addTag(item.tags, mark->name);
-    item.inheritedUnknown = true;
     tests.push_back(std::move(item));
+  };
+  for (const auto &[memberName, member] : members)
+    if (StringRef(memberName).starts_with("test"))
+      collect(member);
+  // Without test methods, a `runTest` method is the test.
+  if (!found) {
+    auto runTest = members.find("runTest");
+    if (runTest != members.end() &&
+        repo.files[runTest->second.file].entity(runTest->second.id).kind ==
+            EntityKind::Function)
+      collect(runTest->second);
   }
+}
+
+void ItemCollector::collectClass(EntityRef cls, StringRef name,
+                                 const std::string &prefix,
+                                 const MarkChain &outer, unsigned depth) {
+  if (depth > 32)
+    return;
+  bool unknown = false;
+  std::vector<EntityRef> mro = getMro(cls, unknown);
+  // `__test__` is looked up along the MRO.
+  if (isDisabled(mro))
+    return;
+  // pytest refuses classes with a constructor (with a warning), inherited
+  // ones included.
+  for (EntityRef ref : mro)
+    for (LocalId member : repo.files[ref.file].children[ref.id + 1]) {
+      const EntitySummary &entity = repo.files[ref.file].entity(member);
+      if (entity.kind == EntityKind::Function &&
+          (entity.name == "__init__" || entity.name == "__new__"))
+        return;
+    }
+
+  MarkChain chain = getClassMarks(mro, outer);
+  if (unknown)
+    addUnknownClassItem(cls, prefix, chain);
 
   // Members by class along the MRO, a name taken from the first class that
   // has it; base classes' members come first.
@@ -1220,26 +1381,13 @@ void ItemCollector::collectClass(EntityRef cls, StringRef name,
         group.emplace_back(memberName, *value);
   }
   for (const auto &group : llvm::reverse(groups))
-    for (const auto &[memberName, member] : group) {
-      const EntitySummary &entity = repo.files[member.file].entity(member.id);
-      if (entity.kind == EntityKind::Class &&
-          StringRef(memberName).starts_with("Test")) {
-        LocalId saved = localClass;
-        if (member.file == file)
-          localClass = member.id;
-        collectClass(member, memberName, prefix + "::" + memberName, chain,
-                     depth + 1);
-        localClass = saved;
-      } else if (isTestFunction(member) &&
-                 StringRef(memberName).starts_with("test")) {
-        collectFunction(member, prefix, chain);
-      }
-    }
+    for (const auto &[memberName, member] : group)
+      collectMember(member, memberName, prefix, chain, depth + 1);
 }
 
 void ItemCollector::collectFunction(EntityRef function,
                                     const std::string &prefix,
-                                    const MarkChain &outer) {
+                                    const MarkChain &outer, bool unittest) {
   const FileView &owner = repo.files[function.file];
   const EntitySummary &entity = owner.entity(function.id);
   TestSummary base;
@@ -1263,6 +1411,9 @@ void ItemCollector::collectFunction(EntityRef function,
   for (auto [index, mark] : llvm::enumerate(marks)) {
     addTag(index < ownMarks ? ownTags : outerTags, mark->name);
     if (mark->name == "parametrize") {
+      // pytest does not parametrize the methods of a TestCase.
+      if (unittest)
+        continue;
       hasParametrize = true;
       // A class-level mark's position depends on the pytest version when
       // several classes of the MRO parametrize.
@@ -1327,9 +1478,10 @@ void fastci::python::collectPytestItems(
 }
 
 /// True when the items of a test file may depend on other files: a class
-/// with a base that is not one of the file's classes, or a `Test*`/`test*`
-/// name imported at module level. Other files keep their per-file items,
-/// which keeps the link step cheap on large repositories.
+/// with a base that is not one of the file's classes, or a name imported
+/// at module level with `from` (a `Test*` class, a `test*` function, or a
+/// unittest.TestCase subclass of any name). Other files keep their per-file
+/// items, which keeps the link step cheap on large repositories.
 static bool dependsOnOtherFiles(StringRef moduleName,
                                 const FileSummary &summary) {
   llvm::StringSet<> local;
@@ -1344,8 +1496,11 @@ static bool dependsOnOtherFiles(StringRef moduleName,
     if (edge.kind != EdgeKind::Import || edge.from != kModuleScope ||
         !edge.modulePrefix || edge.modulePrefix >= edge.target.size())
       continue;
-    StringRef name = StringRef(edge.target).drop_front(edge.modulePrefix + 1);
-    if (name.starts_with("Test") || name.starts_with("test"))
+    // Only imports of names from the standard library's unittest cannot
+    // bind a repository class.
+    StringRef module = StringRef(edge.target).take_front(edge.modulePrefix);
+    if (module != "unittest" && !module.starts_with("unittest.") &&
+        module != "pytest")
       return true;
   }
   return false;

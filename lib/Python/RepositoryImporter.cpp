@@ -218,6 +218,13 @@ LogicalResult Importer::run() {
     }
   }
   stats.filesFound = files.size();
+  // merge-evidence and mark-changed find the checkout through `root`.
+  llvm::SmallString<256> rootPath;
+  if (fs::real_path(options.tree.root, rootPath)) {
+    rootPath = options.tree.root;
+    fs::make_absolute(rootPath);
+  }
+  module.getAttrs().set("root", Attribute::getString(rootPath.str()));
 
   std::vector<FileResult> results(files.size());
   {

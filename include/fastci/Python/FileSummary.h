@@ -63,6 +63,9 @@ struct EdgeSummary {
   /// For `from M import x`, the length of the `M` prefix of target; lets the
   /// importer fall back to the module when `x` is not an entity.
   uint32_t modulePrefix = 0;
+  /// Imports: the name an `as` clause binds (`TC` for `from unittest import
+  /// TestCase as TC`, `fb` for `import foo.bar as fb`), "" without one.
+  std::string alias;
 };
 
 /// A scalar value of a `fastci` marker's workload dictionary.

@@ -45,7 +45,8 @@ struct ImportStatistics {
 };
 
 /// Adds the files, modules, classes, functions, static edges and pytest
-/// items of the repository at \p options.tree.root to \p module. Problems
+/// items of the repository at \p options.tree.root to \p module, and sets
+/// the module's `root` attribute to that directory's absolute path. Problems
 /// with single files are warnings; only an unusable root or cache directory
 /// fails the import.
 LogicalResult importPythonRepository(Module &module,

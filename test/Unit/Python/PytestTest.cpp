@@ -218,3 +218,63 @@ TEST(PytestTest, LinkAcrossModules) {
   EXPECT_TRUE(tests[2].entrySymbol.empty());
   EXPECT_FALSE(tests[2].inheritedUnknown);
 }
+
+TEST(PytestTest, UnittestCasesInOneFile) {
+  using V = std::vector<std::string>;
+  // Any name deriving unittest.TestCase (also through an alias and a local
+  // base) is collected; `test*` members sorted by name, `__init__` allowed,
+  // no nested TestCase, `runTest` only without tests; a plain class with an
+  // unresolvable base named like a TestCase stands for itself.
+  EXPECT_EQ(
+      nodeIds("import unittest as ut\n"
+              "from unittest import TestCase as TC\n"
+              "from absl.testing import absltest\n"
+              "class Base(TC):\n"
+              "    def test_z(self): pass\n"
+              "    def test_a(self): pass\n"
+              "    class Inner(ut.TestCase):\n"
+              "        def test_i(self): pass\n"
+              "class Child(Base):\n"
+              "    def __init__(self, *a): pass\n"
+              "    def test_m(self): pass\n"
+              "class Run(ut.TestCase):\n"
+              "    def runTest(self): pass\n"
+              "class Abseil(absltest.TestCase):\n"
+              "    def test_b(self): pass\n"
+              "class Helper:\n"
+              "    def test_no(self): pass\n"),
+      (V{"tests/test_x.py::Base::test_a", "tests/test_x.py::Base::test_z",
+         "tests/test_x.py::Child::test_a", "tests/test_x.py::Child::test_m",
+         "tests/test_x.py::Child::test_z", "tests/test_x.py::Run::runTest",
+         "tests/test_x.py::Abseil", "tests/test_x.py::Abseil::test_b"}));
+}
+
+TEST(PytestTest, AliasedBasesAcrossModules) {
+  std::vector<SourceFile> files = {{"tests/common.py", "tests.common"},
+                                   {"tests/test_x.py", "tests.test_x"}};
+  std::vector<FileSummary> summaries = {
+      analyzePythonSource("class Base:\n"
+                          "    def test_a(self): pass\n",
+                          files[0].path, files[0].moduleName),
+      analyzePythonSource("import tests.common as tc\n"
+                          "from tests.common import Base as B\n"
+                          "class TestX(tc.Base): pass\n"
+                          "class TestY(B): pass\n",
+                          files[1].path, files[1].moduleName)};
+  // The aliases survive the cache.
+  for (FileSummary &summary : summaries) {
+    llvm::Expected<FileSummary> copy =
+        deserializeSummary(serializeSummary(summary));
+    ASSERT_TRUE(static_cast<bool>(copy));
+    summary = std::move(*copy);
+  }
+  EXPECT_EQ(summaries[1].edges[0].alias, "tc");
+  EXPECT_EQ(summaries[1].edges[1].alias, "B");
+  linkPytestItems(files, [&](size_t i) { return &summaries[i]; });
+  const std::vector<TestSummary> &tests = summaries[1].tests;
+  ASSERT_EQ(tests.size(), 2u);
+  EXPECT_EQ(tests[0].nodeId, "tests/test_x.py::TestX::test_a");
+  EXPECT_EQ(tests[0].entrySymbol, "tests.common.Base.test_a");
+  EXPECT_EQ(tests[1].nodeId, "tests/test_x.py::TestY::test_a");
+  EXPECT_FALSE(tests[1].inheritedUnknown);
+}
