@@ -7,9 +7,10 @@
 // version is unknown, to the new entities around the point of removal).
 // Finally the touched entities are classified by comparing old and new
 // hashes, and additions and deletions with equal hashes are paired up as
-// moves and renames across the whole diff. Non-Python files go through the
-// change policy. Records are appended in diff order, so output is
-// deterministic.
+// moves and renames across the whole diff; the ones left are paired within
+// their file and scope when their bodies are similar (renamed and edited).
+// Non-Python files go through the change policy. Records are appended in diff
+// order, so output is deterministic.
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangeMapper.h"
@@ -23,6 +24,9 @@
 #include "llvm/Support/Path.h"
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
 
 using namespace fastci;
 using llvm::StringRef;
@@ -208,12 +212,15 @@ struct PendingChange {
   ChangeKind kind = ChangeKind::Modified;
   /// The entity in the new module, or kNoEntity.
   EntityId entity = kNoEntity;
+  /// The entity in the old module, for deletions named by it.
+  EntityId oldEntity = kNoEntity;
   EntityKind entityKind = EntityKind::Function;
   std::string symbol, file;
   /// The path the old entity's file has after the diff (for deletions), to
   /// tell a rename within a file from a move across files.
   std::string fileAfter;
-  std::string parentQualName;
+  /// The name relative to its module (`Cls.method`), and its parent's.
+  std::string qualName, parentQualName;
   uint64_t hash = 0;
   /// Lines of the entity's own file version: added lines (new-file numbers)
   /// for entities that exist after the change, removed lines (old-file
@@ -258,6 +265,12 @@ static std::vector<LineRange> toRanges(std::vector<uint32_t> lines) {
     ranges.push_back({line, line});
   }
   return ranges;
+}
+
+/// The last component of \p qualName (`A.f` -> `f`).
+static StringRef getOwnName(StringRef qualName) {
+  size_t dot = qualName.rfind('.');
+  return dot == StringRef::npos ? qualName : qualName.drop_front(dot + 1);
 }
 
 /// The qualified name of \p qualName's parent (`A.f` -> `A`, `f` -> ``).
@@ -307,6 +320,140 @@ std::string fastci::getModuleNameForPath(const Module &module, StringRef path) {
 }
 
 //===----------------------------------------------------------------------===//
+// Body similarity
+//===----------------------------------------------------------------------===//
+
+/// The most (deleted, added) pairs of one file and kind compared for renames
+/// with edits.
+static constexpr uint64_t kMaxComparedPairs = 4'000'000;
+
+/// A body's distinct tokens with their counts, sorted by token.
+using TokenCounts = std::vector<std::pair<StringRef, unsigned>>;
+
+/// Calls \p emit with each token of the Python text \p text: a run of
+/// identifier characters (a name, keyword or number), a string literal with
+/// its quotes, or one other character. Comments and whitespace are skipped.
+/// An unterminated string runs to the end of its line (or of the text).
+static void forEachPythonToken(StringRef text,
+                               llvm::function_ref<void(StringRef)> emit) {
+  auto isWordChar = [](char c) {
+    return llvm::isAlnum(c) || c == '_' ||
+           static_cast<unsigned char>(c) >= 0x80;
+  };
+  size_t i = 0, size = text.size();
+  while (i < size) {
+    char c = text[i];
+    if (llvm::isSpace(c) || c == '\\') {
+      ++i;
+    } else if (c == '#') {
+      i = text.find('\n', i);
+      if (i == StringRef::npos)
+        i = size;
+    } else if (c == '\'' || c == '"') {
+      auto isTriple = [&](size_t at) {
+        return at + 2 < size && text[at] == c && text[at + 1] == c &&
+               text[at + 2] == c;
+      };
+      bool triple = isTriple(i);
+      size_t quotes = triple ? 3 : 1;
+      size_t j = i + quotes;
+      while (j < size) {
+        if (text[j] == '\\') {
+          j += 2;
+          continue;
+        }
+        if (triple ? isTriple(j) : text[j] == c) {
+          j += quotes;
+          break;
+        }
+        if (!triple && text[j] == '\n')
+          break;
+        ++j;
+      }
+      j = std::min(j, size);
+      emit(text.slice(i, j));
+      i = j;
+    } else if (isWordChar(c)) {
+      size_t j = i + 1;
+      while (j < size && isWordChar(text[j]))
+        ++j;
+      emit(text.slice(i, j));
+      i = j;
+    } else {
+      emit(text.substr(i, 1));
+      ++i;
+    }
+  }
+}
+
+/// The tokens of \p body, each use of \p ownName counted as one placeholder
+/// so that renaming a definition (and its recursive calls) changes nothing.
+/// The counts point into \p body.
+static TokenCounts countTokens(StringRef body, StringRef ownName) {
+  static constexpr StringRef kOwnName("\x01own-name");
+  std::vector<StringRef> tokens;
+  forEachPythonToken(body, [&](StringRef token) {
+    tokens.push_back(!ownName.empty() && token == ownName ? kOwnName : token);
+  });
+  llvm::sort(tokens);
+  TokenCounts counts;
+  for (StringRef token : tokens) {
+    if (!counts.empty() && counts.back().first == token)
+      ++counts.back().second;
+    else
+      counts.emplace_back(token, 1);
+  }
+  return counts;
+}
+
+/// The weighted Jaccard index of two token multisets (0 when both are
+/// empty): what they share over what either has.
+static double getSimilarity(const TokenCounts &a, const TokenCounts &b) {
+  uint64_t common = 0, all = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].first < b[j].first)) {
+      all += a[i++].second;
+    } else if (i == a.size() || b[j].first < a[i].first) {
+      all += b[j++].second;
+    } else {
+      common += std::min(a[i].second, b[j].second);
+      all += std::max(a[i].second, b[j].second);
+      ++i;
+      ++j;
+    }
+  }
+  return all == 0 ? 0.0 : double(common) / double(all);
+}
+
+double fastci::getBodySimilarity(StringRef oldBody, StringRef oldName,
+                                 StringRef newBody, StringRef newName) {
+  return getSimilarity(countTokens(oldBody, oldName),
+                       countTokens(newBody, newName));
+}
+
+/// The tokens of \p entity's lines in \p lines (line N is lines[N-1]), or
+/// std::nullopt when the text does not have them.
+static std::optional<TokenCounts> getBodyTokens(const Entity &entity,
+                                                llvm::ArrayRef<StringRef> lines,
+                                                StringRef ownName) {
+  uint32_t first = entity.range.startLine, last = entity.range.endLine;
+  if (first == 0 || last < first || last > lines.size())
+    return std::nullopt;
+  // The lines are contiguous in their text.
+  const char *begin = lines[first - 1].begin(), *end = lines[last - 1].end();
+  return countTokens(StringRef(begin, end - begin), ownName);
+}
+
+/// Splits \p text into lines without their newlines (line N is
+/// lines[N-1]).
+static void splitTextLines(StringRef text, std::vector<StringRef> &lines) {
+  llvm::SmallVector<StringRef> split;
+  text.split(split, '\n');
+  lines.assign(split.begin(), split.end());
+}
+
+//===----------------------------------------------------------------------===//
 // The mapping
 //===----------------------------------------------------------------------===//
 
@@ -329,7 +476,22 @@ private:
                         StringRef path);
   PendingChange &addOld(ChangeKind kind, const FileIndex &index, EntityId id,
                         StringRef oldPath, StringRef newPath);
+  /// A pair of an old entity and its new self: (new entity, old symbol, old
+  /// file).
+  using MovePair = std::tuple<EntityId, std::string, std::string>;
   void pairMoves();
+  void pairByHash(std::vector<MovePair> &pairs);
+  void pairBySimilarity(std::vector<MovePair> &pairs);
+  void pair(PendingChange &old, PendingChange &change, bool sameScope,
+            std::vector<MovePair> &pairs);
+  void moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs);
+  /// A file's text split into lines, read once for similarity.
+  struct SourceText {
+    std::optional<std::string> text;
+    std::vector<StringRef> lines;
+  };
+  const SourceText &getNewText(StringRef path);
+  const SourceText &getOldText(StringRef path);
   void emit();
 
   ChangeMapper &mapper;
@@ -339,6 +501,16 @@ private:
   /// Index into \c pending of the change already recorded for an entity.
   llvm::DenseMap<EntityId, size_t> pendingByEntity;
   std::vector<std::string> allReasons;
+  /// The diff of each Python file by its old path, to rebuild old texts,
+  /// and by its new path, for warnings.
+  llvm::StringMap<const FileDiff *> diffByOldPath, diffByNewPath;
+  /// Texts read for similarity, by path. StringMap keeps each value in
+  /// place, so the lines stay valid as more texts are read.
+  llvm::StringMap<SourceText> newTexts, oldTexts;
+  /// (file after the diff, old qualified name) -> new qualified name of
+  /// every entity renamed or moved within its file, so that the members of
+  /// a renamed (and edited) class or function can pair too.
+  std::map<std::pair<std::string, std::string>, std::string> renamedScopes;
 };
 
 PendingChange &ChangeMapper::Impl::addNew(ChangeKind kind,
@@ -355,7 +527,8 @@ PendingChange &ChangeMapper::Impl::addNew(ChangeKind kind,
   change.symbol = entity.symbol.str();
   change.file = path.str();
   change.fileAfter = path.str();
-  change.parentQualName = getParentQualName(index.getQualName(id)).str();
+  change.qualName = index.getQualName(id).str();
+  change.parentQualName = getParentQualName(change.qualName).str();
   change.hash = entity.contentHash;
   return change;
 }
@@ -367,11 +540,13 @@ PendingChange &ChangeMapper::Impl::addOld(ChangeKind kind,
   const Entity &entity = index.get(id);
   PendingChange &change = pending.emplace_back();
   change.kind = kind;
+  change.oldEntity = id;
   change.entityKind = entity.kind;
   change.symbol = entity.symbol.str();
   change.file = oldPath.str();
   change.fileAfter = newPath.str();
-  change.parentQualName = getParentQualName(index.getQualName(id)).str();
+  change.qualName = index.getQualName(id).str();
+  change.parentQualName = getParentQualName(change.qualName).str();
   change.hash = entity.contentHash;
   return change;
 }
@@ -767,6 +942,30 @@ void ChangeMapper::Impl::mapExtension(const FileDiff &file,
 //===----------------------------------------------------------------------===//
 
 void ChangeMapper::Impl::pairMoves() {
+  std::vector<MovePair> pairs;
+  pairByHash(pairs);
+  pairBySimilarity(pairs);
+  moveUntouchedMembers(pairs);
+}
+
+void ChangeMapper::Impl::pair(PendingChange &old, PendingChange &change,
+                              bool sameScope, std::vector<MovePair> &pairs) {
+  change.kind = sameScope ? ChangeKind::Renamed : ChangeKind::Moved;
+  change.attrs.set("moved_from", Attribute::getString(old.symbol));
+  if (old.file != change.file)
+    change.attrs.set("moved_from_file", Attribute::getString(old.file));
+  // What the old entity lost is what the moved one's old self lost.
+  llvm::append_range(change.removedLines, old.lines);
+  change.removedSpan = old.span;
+  old.dropped = true;
+  ++mapper.stats.moves;
+  if (old.fileAfter == change.file && !old.qualName.empty())
+    renamedScopes[{change.file, old.qualName}] = change.qualName;
+  if (change.entity != kNoEntity)
+    pairs.emplace_back(change.entity, old.symbol, old.file);
+}
+
+void ChangeMapper::Impl::pairByHash(std::vector<MovePair> &pairs) {
   // Deleted bodies by (hash, kind); an added body with the same hash is the
   // same code under a new name or in a new place.
   llvm::DenseMap<std::pair<uint64_t, unsigned>, std::vector<size_t>> deleted;
@@ -776,8 +975,6 @@ void ChangeMapper::Impl::pairMoves() {
       deleted[{pending[i].hash, unsigned(pending[i].entityKind)}].push_back(i);
   if (deleted.empty())
     return;
-  // (new entity, old symbol, old file) of each pair, for its members.
-  std::vector<std::tuple<EntityId, std::string, std::string>> pairs;
   for (PendingChange &change : pending) {
     if (change.kind != ChangeKind::Added || change.hash == 0)
       continue;
@@ -786,23 +983,174 @@ void ChangeMapper::Impl::pairMoves() {
       continue;
     PendingChange &old = pending[it->second.front()];
     it->second.erase(it->second.begin());
-    bool sameScope = old.fileAfter == change.file &&
-                     old.parentQualName == change.parentQualName;
-    change.kind = sameScope ? ChangeKind::Renamed : ChangeKind::Moved;
-    change.attrs.set("moved_from", Attribute::getString(old.symbol));
-    if (old.file != change.file)
-      change.attrs.set("moved_from_file", Attribute::getString(old.file));
-    // What the old entity lost is what the moved one's old self lost.
-    llvm::append_range(change.removedLines, old.lines);
-    change.removedSpan = old.span;
-    old.dropped = true;
-    ++mapper.stats.moves;
-    if (change.entity != kNoEntity)
-      pairs.emplace_back(change.entity, old.symbol, old.file);
+    pair(old, change,
+         old.fileAfter == change.file &&
+             old.parentQualName == change.parentQualName,
+         pairs);
   }
+}
+
+const ChangeMapper::Impl::SourceText &
+ChangeMapper::Impl::getNewText(StringRef path) {
+  auto [it, inserted] = newTexts.try_emplace(path);
+  SourceText &source = it->second;
+  if (!inserted || !mapper.readNewSource)
+    return source;
+  source.text = mapper.readNewSource(path);
+  if (source.text)
+    splitTextLines(*source.text, source.lines);
+  return source;
+}
+
+const ChangeMapper::Impl::SourceText &
+ChangeMapper::Impl::getOldText(StringRef path) {
+  auto [it, inserted] = oldTexts.try_emplace(path);
+  SourceText &source = it->second;
+  if (!inserted)
+    return source;
+  if (mapper.readOldSource)
+    source.text = mapper.readOldSource(path);
+  auto file = diffByOldPath.find(path);
+  if (!source.text && file != diffByOldPath.end()) {
+    // As mark-changed does for the old module: the new text with the diff
+    // reversed (exact when it is the head's), else what the diff shows.
+    if (!file->second->newPath.empty())
+      if (const SourceText &newText = getNewText(file->second->newPath);
+          newText.text)
+        source.text = reconstructOldFile(*file->second, *newText.text);
+    if (!source.text)
+      source.text = reconstructOldFileFromDiff(*file->second);
+  }
+  if (source.text)
+    splitTextLines(*source.text, source.lines);
+  return source;
+}
+
+void ChangeMapper::Impl::pairBySimilarity(std::vector<MovePair> &pairs) {
+  double threshold = mapper.renameSimilarity;
+  if (threshold <= 0 || !mapper.oldModule)
+    return;
+  // Candidates left unpaired by hash, grouped by the file they end up in
+  // and their kind: only those can be one entity renamed in place.
+  std::map<std::pair<std::string, unsigned>,
+           std::pair<std::vector<size_t>, std::vector<size_t>>>
+      groups;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const PendingChange &change = pending[i];
+    if (change.dropped || change.entityKind == EntityKind::Module)
+      continue;
+    if (change.kind == ChangeKind::Deleted && change.oldEntity != kNoEntity &&
+        !change.fileAfter.empty())
+      groups[{change.fileAfter, unsigned(change.entityKind)}].first.push_back(
+          i);
+    else if (change.kind == ChangeKind::Added && change.entity != kNoEntity)
+      groups[{change.file, unsigned(change.entityKind)}].second.push_back(i);
+  }
+
+  struct Candidate {
+    double similarity;
+    size_t added, deleted;
+  };
+  /// One group's bodies, each tokenized once, and its pairs' similarities,
+  /// each computed once (NaN: not yet), so that later rounds cost little.
+  struct GroupState {
+    StringRef file;
+    llvm::ArrayRef<size_t> deleted, added;
+    std::vector<std::optional<TokenCounts>> oldTokens, newTokens;
+    std::vector<double> similarities;
+  };
+  std::vector<GroupState> states;
+  for (auto &[key, group] : groups) {
+    auto &[deleted, added] = group;
+    if (deleted.empty() || added.empty())
+      continue;
+    // Comparing is quadratic; past this many pairs (about 1.5 s when all
+    // are similar) the group keeps the fail-safe deletions and additions.
+    if (uint64_t(deleted.size()) * added.size() > kMaxComparedPairs) {
+      auto file = diffByNewPath.find(key.first);
+      mapper.diag.warning(
+          file == diffByNewPath.end() ? llvm::SMLoc() : file->second->loc,
+          llvm::formatv("'{0}': {1} deleted and {2} added entities of kind "
+                        "'{3}' are too many to compare for renames with "
+                        "edits (over {4} pairs); they stay deleted and added",
+                        key.first, deleted.size(), added.size(),
+                        stringifyEntityKind(EntityKind(key.second)),
+                        kMaxComparedPairs)
+              .str());
+      continue;
+    }
+    GroupState &state = states.emplace_back();
+    state.file = key.first;
+    state.deleted = deleted;
+    state.added = added;
+    for (size_t d : deleted)
+      state.oldTokens.push_back(getBodyTokens(
+          mapper.oldModule->getEntity(pending[d].oldEntity),
+          getOldText(pending[d].file).lines, getOwnName(pending[d].qualName)));
+    for (size_t a : added)
+      state.newTokens.push_back(getBodyTokens(
+          module.getEntity(pending[a].entity),
+          getNewText(pending[a].file).lines, getOwnName(pending[a].qualName)));
+    state.similarities.assign(deleted.size() * added.size(),
+                              std::numeric_limits<double>::quiet_NaN());
+  }
+
+  // Pairing a scope lets its members pair, whatever their kind (the methods
+  // of a class, a class nested in a function): repeat until nothing pairs.
+  for (bool progress = !states.empty(); progress;) {
+    progress = false;
+    for (GroupState &state : states) {
+      std::vector<Candidate> candidates;
+      for (size_t di = 0; di < state.deleted.size(); ++di) {
+        size_t d = state.deleted[di];
+        const PendingChange &old = pending[d];
+        if (old.dropped || !state.oldTokens[di])
+          continue;
+        auto scope = renamedScopes.find({state.file.str(), old.parentQualName});
+        for (size_t ai = 0; ai < state.added.size(); ++ai) {
+          size_t a = state.added[ai];
+          const PendingChange &change = pending[a];
+          if (change.kind != ChangeKind::Added || !state.newTokens[ai])
+            continue;
+          if (old.parentQualName != change.parentQualName &&
+              (scope == renamedScopes.end() ||
+               scope->second != change.parentQualName))
+            continue;
+          double &similarity = state.similarities[di * state.added.size() + ai];
+          if (std::isnan(similarity))
+            similarity =
+                getSimilarity(*state.oldTokens[di], *state.newTokens[ai]);
+          if (similarity >= threshold)
+            candidates.push_back({similarity, a, d});
+        }
+      }
+      // Best first; ties in diff order, so the result is deterministic.
+      llvm::sort(candidates, [](const Candidate &x, const Candidate &y) {
+        if (x.similarity != y.similarity)
+          return x.similarity > y.similarity;
+        if (x.added != y.added)
+          return x.added < y.added;
+        return x.deleted < y.deleted;
+      });
+      for (const Candidate &candidate : candidates) {
+        PendingChange &old = pending[candidate.deleted];
+        PendingChange &change = pending[candidate.added];
+        if (old.dropped || change.kind != ChangeKind::Added)
+          continue;
+        pair(old, change, old.parentQualName == change.parentQualName, pairs);
+        change.attrs.set("modified", Attribute::getBool(true));
+        change.attrs.set("similarity", Attribute::getInt(int64_t(
+                                           candidate.similarity * 100 + 0.5)));
+        ++mapper.stats.editedMoves;
+        progress = true;
+      }
+    }
+  }
+}
+
+void ChangeMapper::Impl::moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs) {
   if (pairs.empty())
     return;
-
   // A class renamed in place changes only its header line, yet every member
   // now has a new symbol (`Old.m` is `New.m`): record the members the diff
   // did not touch as moved, so that tests can still be found by the old
@@ -911,6 +1259,10 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
         forceAll(record, "binary patch to a Python file");
         break;
       }
+      if (!file.oldPath.empty())
+        diffByOldPath.try_emplace(file.oldPath, &file);
+      if (!file.newPath.empty())
+        diffByNewPath.try_emplace(file.newPath, &file);
       mapPythonFile(file, record);
       record.attrs.set("category", Attribute::getString(rule->category));
       break;

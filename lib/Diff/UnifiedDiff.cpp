@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/UnifiedDiff.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -81,10 +82,14 @@ private:
   LogicalResult parsePath(StringRef text, std::string &path);
   LogicalResult parseMode(StringRef text, uint32_t &mode);
   LogicalResult checkFile(FileDiff &file);
+  LogicalResult checkNotSeen(const FileDiff &file);
 
   StringRef buffer;
   DiagnosticEngine &diag;
   size_t pos = 0;
+  /// The first header of each path already read: new paths, and old paths a
+  /// section consumes (modified, deleted or renamed away).
+  llvm::StringMap<SMLoc> seenNew, seenOld;
 };
 
 } // namespace
@@ -112,9 +117,37 @@ LogicalResult DiffParser::parse(Patch &patch) {
       return emitError(locAt(line),
                        "expected a file header ('diff --git' or '---')");
     FileDiff &file = patch.files.emplace_back();
-    if (failed(parseFile(file)))
+    if (failed(parseFile(file)) || failed(checkNotSeen(file)))
       return failure();
   }
+  return success();
+}
+
+LogicalResult DiffParser::checkNotSeen(const FileDiff &file) {
+  // Each path is one side of one section. A second section for a path (two
+  // patches concatenated) numbers its lines in a tree the first one already
+  // changed, so mapping both onto the same old and new files would blame the
+  // wrong entities. A copy's source is not consumed: git may copy a file
+  // and also modify it, each in its own section.
+  auto check = [&](llvm::StringMap<SMLoc> &seen,
+                   const std::string &path) -> LogicalResult {
+    if (path.empty())
+      return success();
+    auto [it, inserted] = seen.try_emplace(path, file.loc);
+    if (inserted)
+      return success();
+    return emitError(
+        file.loc,
+        "'" + path + "' already has a section in this diff (at line " +
+            llvm::Twine(diag.getLineAndColumn(it->second).first) +
+            "); the second section's line numbers refer to a file the first "
+            "already changed, so diff the base against the head once instead "
+            "of concatenating patches");
+  };
+  if (failed(check(seenNew, file.newPath)))
+    return failure();
+  if (file.status != FileStatus::Copied && file.status != FileStatus::Added)
+    return check(seenOld, file.oldPath);
   return success();
 }
 

@@ -18,6 +18,7 @@
 #include "fastci/Pass/PassRegistry.h"
 #include "fastci/Python/Analyzer.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -36,7 +37,9 @@ struct MarkChangedPass : PassWrapper<MarkChangedPass> {
            "(`repo=`, `base=`, `head=`), maps every hunk of a Python file to "
            "the innermost entity it touches and classifies the change "
            "(`modified`, `cosmetic`, `added`, `deleted`, `moved`, "
-           "`renamed`), and classifies every other file with the change "
+           "`renamed`; a rename with edits is `renamed` with `modified = "
+           "true` when the bodies are similar, `rename-similarity=`), and "
+           "classifies every other file with the change "
            "policy (`policy=`, default embedded), recording `category`, "
            "`decision` and `reason` on each `changed_file` and "
            "`policy_all` on the module when a file forces every test.";
@@ -64,6 +67,12 @@ struct MarkChangedPass : PassWrapper<MarkChangedPass> {
       *this, "root",
       llvm::cl::desc("Checkout of the head revision (default: the module's "
                      "`root` attribute), to rebuild old files from")};
+  Option<double> renameSimilarity{
+      *this, "rename-similarity",
+      llvm::cl::desc("Least token similarity (0-1) at which a deleted and an "
+                     "added entity of one scope are one entity renamed and "
+                     "edited; 0 disables"),
+      llvm::cl::init(kDefaultRenameSimilarity)};
   Option<bool> verbose{
       *this, "verbose",
       llvm::cl::desc("Report the git commands and each file's decision"),
@@ -74,13 +83,18 @@ struct MarkChangedPass : PassWrapper<MarkChangedPass> {
                            "Python files mapped to entities"};
   Statistic numChanges{this, "num-changes", "Changed entities recorded"};
   Statistic numCosmetic{this, "num-cosmetic", "Cosmetic-only changes"};
-  Statistic numMoves{this, "num-moves", "Moves and renames paired by hash"};
+  Statistic numMoves{this, "num-moves", "Moves and renames paired"};
+  Statistic numEditedMoves{this, "num-edited-moves",
+                           "Moves and renames paired by body similarity"};
   Statistic numOldParsed{this, "num-old-parsed",
                          "Old versions of Python files parsed"};
   Statistic numAll{this, "num-files-forcing-all",
                    "Files that select every test"};
 
   ChangePolicy policy;
+  /// The old texts of touched Python files by old path, as parsed for the
+  /// old module, for comparing the bodies of deleted and added entities.
+  llvm::StringMap<std::string> oldTexts;
 
   LogicalResult initialize(DiagnosticEngine &diag) override;
   void runOnModule() override;
@@ -115,6 +129,8 @@ LogicalResult MarkChangedPass::initialize(DiagnosticEngine &diag) {
     return error("base= and head= only apply with repo=");
   if (fromDiff && contextLines.getValue() != 3)
     return error("context= only applies with repo=");
+  if (!(renameSimilarity.getValue() >= 0 && renameSimilarity.getValue() <= 1))
+    return error("rename-similarity= must be between 0 and 1");
 
   std::unique_ptr<llvm::MemoryBuffer> buffer;
   if (policyFile.getValue().empty()) {
@@ -182,6 +198,7 @@ MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
                                 llvm::StringRef mergeBase) {
   DiagnosticEngine &diag = getDiagnostics();
   Module &module = getModule();
+  oldTexts.clear();
   if (!baseModuleFile.getValue().empty())
     return parseModuleFile(baseModuleFile.getValue(), diag);
 
@@ -244,6 +261,7 @@ MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
       }
       ids.push_back(id);
     }
+    oldTexts[file.oldPath] = std::move(*text);
   }
   return old;
 }
@@ -273,6 +291,16 @@ void MarkChangedPass::runOnModule() {
       diag.emit(Severity::Remark, getLoc(), "mark-changed ran: " + command);
 
   ChangeMapper mapper(module, policy, diag, old.get());
+  mapper.setRenameSimilarity(renameSimilarity.getValue());
+  // Without them (base-module=), the mapper rebuilds old texts itself.
+  if (!oldTexts.empty())
+    mapper.setOldSourceReader(
+        [this](llvm::StringRef path) -> std::optional<std::string> {
+          auto it = oldTexts.find(path);
+          if (it == oldTexts.end())
+            return std::nullopt;
+          return it->second;
+        });
   // The module's ranges describe the head checkout, so its files are the
   // new versions whose decorators the mapper places. Without `root=`, the
   // repository's work tree is that checkout (parse-python ran on it).
@@ -298,6 +326,7 @@ void MarkChangedPass::runOnModule() {
   numChanges += stats.changes;
   numCosmetic += stats.cosmetic;
   numMoves += stats.moves;
+  numEditedMoves += stats.editedMoves;
   numAll += stats.filesForcingAll;
 
   if (verbose)

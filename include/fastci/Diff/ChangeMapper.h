@@ -7,6 +7,8 @@
 // comparing normalized hashes against the old version of the file tells a
 // real change from a cosmetic one, and a body whose hash reappears under
 // another name or file is a move or rename rather than a delete and an add.
+// A deleted and an added entity of the same kind and scope in the same file
+// whose bodies are similar enough are one entity renamed and edited.
 // Every other file is classified by the change policy, and every decision is
 // recorded with its reason so that a plan can say why a test was selected.
 //
@@ -48,8 +50,14 @@ struct ChangeMapperStats {
   unsigned changes = 0;
   unsigned cosmetic = 0;
   unsigned moves = 0;
+  /// Moves and renames paired by body similarity (renamed and edited); also
+  /// counted in \c moves.
+  unsigned editedMoves = 0;
   unsigned filesForcingAll = 0;
 };
+
+/// The default of ChangeMapper::setRenameSimilarity().
+inline constexpr double kDefaultRenameSimilarity = 0.5;
 
 /// Records the changes of a diff in a module.
 class ChangeMapper {
@@ -70,6 +78,21 @@ public:
     readNewSource = std::move(reader);
   }
 
+  /// Reads the old versions of touched files (the ones the old module's
+  /// ranges describe), to compare the bodies of deleted and added entities.
+  /// Without it, the old text is rebuilt from the new one and the diff.
+  void setOldSourceReader(SourceReader reader) {
+    readOldSource = std::move(reader);
+  }
+
+  /// Pairs a deleted and an added entity of the same kind, in the same file
+  /// (or the file it was renamed to) and the same scope (or the scope it
+  /// was renamed or moved to), whose getBodySimilarity() is at least
+  /// \p threshold (in [0, 1]; 0 turns this pairing off). A file and kind
+  /// with more than 4,000,000 such pairs is not compared (a warning), as
+  /// comparing is quadratic.
+  void setRenameSimilarity(double threshold) { renameSimilarity = threshold; }
+
   /// Records every file of \p patch. Warns about files the diff modifies but
   /// the module lacks (they are treated as added files).
   LogicalResult map(const Patch &patch);
@@ -83,7 +106,8 @@ private:
   const ChangePolicy &policy;
   DiagnosticEngine &diag;
   const Module *oldModule;
-  SourceReader readNewSource;
+  SourceReader readNewSource, readOldSource;
+  double renameSimilarity = kDefaultRenameSimilarity;
   ModuleNamer namer;
   ChangeMapperStats stats;
 };
@@ -98,6 +122,15 @@ private:
 std::optional<uint32_t> findDecoratorStart(llvm::StringRef text,
                                            uint32_t defLine,
                                            unsigned numDecorators);
+
+/// How alike two versions of a definition are, from 0 to 1: the weighted
+/// Jaccard index of their Python tokens (identifiers, numbers, string
+/// literals, punctuation; comments and layout left out), counted with
+/// multiplicity. Every use of the definition's own name (\p oldName in
+/// \p oldBody, \p newName in \p newBody) is one placeholder token, so that
+/// a pure rename, recursive calls included, is 1. Two empty bodies are 0.
+double getBodySimilarity(llvm::StringRef oldBody, llvm::StringRef oldName,
+                         llvm::StringRef newBody, llvm::StringRef newName);
 
 /// The dotted module name of the Python file \p path, with the source roots
 /// (`src/`, ...) that \p module's existing modules reveal stripped. Scans

@@ -6,7 +6,8 @@
 // `---`/`+++` diffs without git's extended headers are read too. The reader
 // is strict: anything it does not understand is a located error rather than
 // a file silently left out of the change set, because a dropped file is a
-// test silently not run.
+// test silently not run. So is a file listed twice (concatenated patches),
+// whose second section counts lines in a tree the first already changed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FASTCI_DIFF_UNIFIEDDIFF_H
@@ -90,7 +91,10 @@ struct Patch {
 };
 
 /// Parses buffer \p bufferId of \p diag's SourceMgr as a unified diff into
-/// \p patch. Every problem is reported at its position in the buffer; on
+/// \p patch. A path may appear once as a new path and once as an old path
+/// that a section modifies, deletes or renames away (a copy's source may
+/// recur); a second section for it is an error at its header. Every problem
+/// is reported at its position in the buffer; on
 /// failure \p patch holds what was read before the first error. Lines of
 /// \p patch point into the buffer, which the SourceMgr keeps alive.
 LogicalResult parseUnifiedDiff(unsigned bufferId, DiagnosticEngine &diag,

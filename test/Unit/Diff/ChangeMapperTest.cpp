@@ -3,9 +3,9 @@
 // Builds small old and new modules by hand and checks which entities a diff
 // marks, and how: innermost entity, decorators (multi-line ones placed from
 // the file's text), cosmetic changes by hash, renames and moves paired by
-// hash (the analyzer leaves a definition's own name out of its hash), the
-// added and removed lines of each change, and policy decisions for other
-// files.
+// hash (the analyzer leaves a definition's own name out of its hash),
+// renames with edits paired by body similarity, the added and removed lines
+// of each change, and policy decisions for other files.
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangeMapper.h"
@@ -319,6 +319,186 @@ TEST(ChangeMapperTest, NonPythonFilesFollowThePolicy) {
   EXPECT_TRUE(result.module.getAttrs().get("policy_all").getBool());
   EXPECT_EQ(
       result.module.getAttrs().get("policy_all_reasons").getList().size(), 2u);
+}
+
+TEST(ChangeMapperTest, BodySimilarityComparesNormalizedTokens) {
+  // A pure rename, recursion through the own name included, is identical.
+  EXPECT_EQ(getBodySimilarity("def f(n):\n    return f(n - 1)\n", "f",
+                              "def g(n):\n    return g(n - 1)\n", "g"),
+            1.0);
+  // Comments and layout do not count; a `#` inside a string is no comment.
+  EXPECT_EQ(getBodySimilarity("def f(x):  # old\n    return '#' + x\n", "f",
+                              "def g( x ):\n\n    return '#'+x  # new\n", "g"),
+            1.0);
+  // A string is one token, quotes and all, even spanning lines.
+  EXPECT_LT(getBodySimilarity("x = '''a b'''", "", "x = '''a c'''", ""), 1.0);
+  EXPECT_EQ(getBodySimilarity("x = '''a\n#b'''", "", "x = '''a\n#b'''", ""),
+            1.0);
+  // Multiset Jaccard: `def N ( x ) : return x + 1` against the same ending
+  // in `2`: 9 tokens in common of 11.
+  EXPECT_DOUBLE_EQ(getBodySimilarity("def f(x):\n    return x + 1\n", "f",
+                                     "def g(x):\n    return x + 2\n", "g"),
+                   9.0 / 11.0);
+  // The own name of one side is not the other's.
+  EXPECT_LT(
+      getBodySimilarity("def f(): return f", "f", "def g(): return f", "g"),
+      1.0);
+  EXPECT_EQ(getBodySimilarity("", "f", "  # only a comment\n", "g"), 0.0);
+  // Unterminated strings end at the line (or the text) without overrunning.
+  EXPECT_GT(getBodySimilarity("x = 'abc\ny = 1", "", "x = 'abc\ny = 2", ""),
+            0.0);
+  EXPECT_EQ(getBodySimilarity("'''", "", "'''", ""), 1.0);
+}
+
+/// Adds the Python file \p path, module \p name, parsed from \p text, to
+/// \p module, as parse-python and mark-changed do.
+void addPythonFile(Module &module, llvm::StringRef path, llvm::StringRef name,
+                   llvm::StringRef text) {
+  python::FileSummary summary = python::analyzePythonSource(text, path, name);
+  EntityId file = module.addEntity(EntityKind::File, path);
+  EntityId mod = module.addEntity(EntityKind::Module, name, file,
+                                  {1, 0, std::max(summary.numLines, 1u), 0},
+                                  summary.moduleHash);
+  std::vector<EntityId> ids;
+  for (const python::EntitySummary &entity : summary.entities)
+    ids.push_back(module.addEntity(
+        entity.kind, (name + "." + entity.qualname).str(),
+        entity.parent == python::kModuleScope ? mod : ids[entity.parent],
+        entity.range, entity.hash));
+}
+
+/// A diff of `pkg/m.py` replacing all of \p oldText with all of \p newText.
+std::string replaceAll(llvm::StringRef oldText, llvm::StringRef newText) {
+  llvm::SmallVector<llvm::StringRef> oldLines, newLines;
+  oldText.rtrim('\n').split(oldLines, '\n');
+  newText.rtrim('\n').split(newLines, '\n');
+  std::string diff = "diff --git a/pkg/m.py b/pkg/m.py\n--- a/pkg/m.py\n"
+                     "+++ b/pkg/m.py\n@@ -1," +
+                     std::to_string(oldLines.size()) + " +1," +
+                     std::to_string(newLines.size()) + " @@\n";
+  for (llvm::StringRef line : oldLines)
+    diff += "-" + line.str() + "\n";
+  for (llvm::StringRef line : newLines)
+    diff += "+" + line.str() + "\n";
+  return diff;
+}
+
+/// Maps a diff from \p oldText to \p newText of `pkg/m.py`, the new text
+/// readable (and the old one when \p withOldReader), at \p threshold.
+void runRenamed(MapResult &result, llvm::StringRef oldText,
+                llvm::StringRef newText, double threshold,
+                bool withOldReader = true) {
+  addPythonFile(result.module, "pkg/m.py", "pkg.m", newText);
+  addPythonFile(result.old, "pkg/m.py", "pkg.m", oldText);
+  std::string newCopy = newText.str(), oldCopy = oldText.str();
+  Patch patch;
+  unsigned policyId = result.diag.addBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(kPolicy, "policy.yaml"));
+  unsigned diffId = result.diag.addBuffer(llvm::MemoryBuffer::getMemBufferCopy(
+      replaceAll(oldText, newText), "x.diff"));
+  result.ok =
+      succeeded(ChangePolicy::parse(policyId, result.diag, result.policy)) &&
+      succeeded(parseUnifiedDiff(diffId, result.diag, patch));
+  if (!result.ok)
+    return;
+  ChangeMapper mapper(result.module, result.policy, result.diag, &result.old);
+  mapper.setNewSourceReader(
+      [newCopy](llvm::StringRef) -> std::optional<std::string> {
+        return newCopy;
+      });
+  if (withOldReader)
+    mapper.setOldSourceReader(
+        [oldCopy](llvm::StringRef) -> std::optional<std::string> {
+          return oldCopy;
+        });
+  mapper.setRenameSimilarity(threshold);
+  result.ok = succeeded(mapper.map(patch));
+  EXPECT_EQ(mapper.getStats().editedMoves,
+            unsigned(llvm::count_if(
+                result.module.getChanges(), [](const Change &change) {
+                  return change.attrs.lookup("similarity") != nullptr;
+                })));
+}
+
+TEST(ChangeMapperTest, RenamedAndEditedPairBestFirst) {
+  // h is most like a (12 of 14 tokens), g like a (10 of 12) and less like b
+  // (7 of 11): best first, h takes a and g gets b. Taking the added ones
+  // in diff order would give g a and leave h and b unpaired (7 of 15).
+  const char *oldText = "def a(p):\n    return x + y + z\n\n\n"
+                        "def b(p):\n    return w\n";
+  const char *newText = "def g(p):\n    return x + y\n\n\n"
+                        "def h(p):\n    return x + y + z + q\n";
+  MapResult result;
+  runRenamed(result, oldText, newText, 0.5);
+  ASSERT_TRUE(result.ok) << result.errors;
+  EXPECT_EQ(result.summary(), "renamed pkg.m.g from pkg.m.b\n"
+                              "renamed pkg.m.h from pkg.m.a\n");
+  const Change &g = result.module.getChanges()[0];
+  EXPECT_EQ(g.attrs.get("modified"), Attribute::getBool(true));
+  EXPECT_EQ(g.attrs.get("similarity"), Attribute::getInt(64));
+  EXPECT_EQ(g.attrs.get("removed_lines"), Attribute::getStringList({"5:6"}));
+
+  // Above g's similarity to b, only h pairs.
+  MapResult strict;
+  runRenamed(strict, oldText, newText, 0.7);
+  ASSERT_TRUE(strict.ok) << strict.errors;
+  EXPECT_EQ(strict.summary(), "deleted pkg.m.b\nadded pkg.m.g\n"
+                              "renamed pkg.m.h from pkg.m.a\n");
+
+  // Off.
+  MapResult off;
+  runRenamed(off, oldText, newText, 0);
+  ASSERT_TRUE(off.ok) << off.errors;
+  EXPECT_EQ(off.summary(), "deleted pkg.m.a\ndeleted pkg.m.b\n"
+                           "added pkg.m.g\nadded pkg.m.h\n");
+
+  // Without an old text reader, the old text is rebuilt from the new one
+  // and the diff: the same pairs.
+  MapResult rebuilt;
+  runRenamed(rebuilt, oldText, newText, 0.5, /*withOldReader=*/false);
+  ASSERT_TRUE(rebuilt.ok) << rebuilt.errors;
+  EXPECT_EQ(rebuilt.summary(), result.summary());
+}
+
+TEST(ChangeMapperTest, RenamedAndEditedTiesFollowDiffOrder) {
+  // a and b are equally like g (their hashes differ: `1` and `2`).
+  MapResult result;
+  runRenamed(result, "def a():\n    return 1\n\n\ndef b():\n    return 2\n",
+             "def g():\n    return 3\n", 0.5);
+  ASSERT_TRUE(result.ok) << result.errors;
+  EXPECT_EQ(result.summary(),
+            "deleted pkg.m.b\nrenamed pkg.m.g from pkg.m.a\n");
+}
+
+TEST(ChangeMapperTest, RenamedAndEditedNeedsTheSameScopeAndKind) {
+  // A method does not pair with a function, nor with a method of another
+  // class that was not itself paired; a class does not pair with a function.
+  MapResult result;
+  runRenamed(result,
+             "class A:\n    def m(self, v):\n        return v + 1\n\n\n"
+             "class K:\n    pass\n",
+             "def n(self, v):\n    return v + 2\n\n\n"
+             "def K2():\n    pass\n\n\n"
+             "class Other:\n    x = [1, 2, 3, 4, 5]\n\n    def m2(self, v):\n"
+             "        return v + 3\n",
+             0.5);
+  ASSERT_TRUE(result.ok) << result.errors;
+  EXPECT_EQ(result.summary(), "deleted pkg.m.A\ndeleted pkg.m.A.m\n"
+                              "deleted pkg.m.K\nadded pkg.m.n\n"
+                              "added pkg.m.K2\nadded pkg.m.Other\n"
+                              "added pkg.m.Other.m2\n");
+
+  // Within a class paired first, its edited method pairs as moved.
+  MapResult nested;
+  runRenamed(nested,
+             "class A:\n    x = 1\n\n    def m(self, v):\n"
+             "        return v + 1\n",
+             "class B:\n    x = 2\n\n    def m(self, v):\n"
+             "        return v + 2\n",
+             0.5);
+  ASSERT_TRUE(nested.ok) << nested.errors;
+  EXPECT_EQ(nested.summary(), "renamed pkg.m.B from pkg.m.A\n"
+                              "moved pkg.m.B.m from pkg.m.A.m\n");
 }
 
 TEST(ChangeMapperTest, ModuleNamesFollowSourceRoots) {

@@ -185,6 +185,52 @@ TEST(UnifiedDiffTest, MalformedDiffsAreLocatedErrors) {
   }
 }
 
+TEST(UnifiedDiffTest, FileListedTwiceIsAnError) {
+  const MalformedCase cases[] = {
+      // Two patches of one file concatenated.
+      {"diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+       "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-b\n+c\n",
+       "test.diff:7:1: error: 'x' already has a section in this diff (at "
+       "line 1)"},
+      // Plain headers; the error is at the second `---`.
+      {"--- x\n+++ x\n@@ -1 +1 @@\n-a\n+b\n--- x\n+++ x\n@@ -1 +1 @@\n-b\n+c\n",
+       "test.diff:6:1: error: 'x' already has a section"},
+      // Added twice.
+      {"diff --git a/x b/x\nnew file mode 100644\n"
+       "diff --git a/x b/x\nnew file mode 100644\n",
+       "test.diff:3:1: error: 'x' already has a section"},
+      // Deleted twice.
+      {"diff --git a/x b/x\ndeleted file mode 100644\n"
+       "diff --git a/x b/x\ndeleted file mode 100644\n",
+       "test.diff:3:1: error: 'x' already has a section"},
+      // Renamed away, then modified under its old name.
+      {"diff --git a/x b/y\nrename from x\nrename to y\n"
+       "diff --git a/x b/x\nold mode 100644\nnew mode 100755\n",
+       "test.diff:4:1: error: 'x' already has a section"},
+  };
+  for (const MalformedCase &c : cases) {
+    ParsedDiff parsed(c.text);
+    EXPECT_FALSE(parsed.ok) << c.text;
+    EXPECT_NE(parsed.errors.find(c.message), std::string::npos)
+        << "input:\n"
+        << c.text << "\ngot:\n"
+        << parsed.errors;
+  }
+
+  // Each path once per side: a copy's source modified too, a file renamed
+  // away while a new one takes its path, a file deleted while another is
+  // renamed to its path.
+  ParsedDiff fine("diff --git a/a b/a\n--- a/a\n+++ b/a\n@@ -1 +1 @@\n-x\n+y\n"
+                  "diff --git a/a b/c\ncopy from a\ncopy to c\n"
+                  "diff --git a/a b/d\ncopy from a\ncopy to d\n"
+                  "diff --git a/e b/f\nrename from e\nrename to f\n"
+                  "diff --git a/e b/e\nnew file mode 100644\n"
+                  "diff --git a/g b/g\ndeleted file mode 100644\n"
+                  "diff --git a/h b/g\nrename from h\nrename to g\n");
+  EXPECT_TRUE(fine.ok) << fine.errors;
+  EXPECT_EQ(fine.patch.files.size(), 7u);
+}
+
 TEST(UnifiedDiffTest, BinaryGarbageNeverCrashes) {
   std::string garbage;
   for (int i = 0; i < 4096; ++i)
