@@ -17,7 +17,7 @@ namespace {
 /// entries of older builds are ignored rather than misread.
 constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
 // 4: names left out of hashes, 5: pytest facts, 6: import aliases.
-constexpr uint32_t kSummaryVersion = 6;
+constexpr uint32_t kSummaryVersion = 7;
 
 class Writer {
 public:
@@ -162,6 +162,30 @@ bool readWorkload(Reader &r, std::vector<WorkloadValue> &workload) {
   return true;
 }
 
+void writeFloors(Writer &w, const FloorOverrides &floors) {
+  w.u8(floors.present);
+  w.str(floors.error);
+  w.u32(floors.entries.size());
+  for (const FloorOverrideValue &entry : floors.entries) {
+    w.str(entry.name);
+    w.str(entry.off);
+    w.u64(static_cast<uint64_t>(entry.atLeast));
+    w.str(entry.why);
+  }
+}
+
+void readFloors(Reader &r, FloorOverrides &floors) {
+  floors.present = r.u8();
+  floors.error = r.str();
+  floors.entries.resize(r.count());
+  for (FloorOverrideValue &entry : floors.entries) {
+    entry.name = r.str();
+    entry.off = r.str();
+    entry.atLeast = static_cast<int64_t>(r.u64());
+    entry.why = r.str();
+  }
+}
+
 void writeMarks(Writer &w, const std::vector<MarkSummary> &marks) {
   w.u32(marks.size());
   for (const MarkSummary &mark : marks) {
@@ -173,6 +197,7 @@ void writeMarks(Writer &w, const std::vector<MarkSummary> &marks) {
       w.strings(tags);
     w.strings(mark.scope);
     writeWorkload(w, mark.workload);
+    writeFloors(w, mark.floors);
   }
 }
 
@@ -188,6 +213,7 @@ bool readMarks(Reader &r, std::vector<MarkSummary> &marks) {
     mark.scope = r.strings();
     if (!readWorkload(r, mark.workload))
       return false;
+    readFloors(r, mark.floors);
   }
   return true;
 }
@@ -229,6 +255,7 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.u8(test.parametrized);
     w.strings(test.scope);
     writeWorkload(w, test.workload);
+    writeFloors(w, test.floors);
     w.str(test.entrySymbol);
     w.u8(test.inheritedUnknown);
   }
@@ -296,6 +323,7 @@ fastci::python::deserializeSummary(StringRef buffer) {
     test.scope = r.strings();
     if (!readWorkload(r, test.workload))
       return llvm::createStringError("bad workload value");
+    readFloors(r, test.floors);
     test.entrySymbol = r.str();
     test.inheritedUnknown = r.u8();
   }

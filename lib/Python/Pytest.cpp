@@ -15,6 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Python/Pytest.h"
+#include "fastci/Support/YAML.h"
+#include "fastci/Workload/Manifest.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -708,6 +710,81 @@ std::string symbolOf(StringRef moduleName, const EntitySummary &entity) {
                             : (moduleName + "." + entity.qualname).str();
 }
 
+/// \p value as the YAML a manifest would spell it in: str as a quoted
+/// scalar, numbers and booleans as plain ones, dicts as mappings; anything
+/// that is not a literal is null, which no field accepts.
+YAMLNode toYAML(const PyValue &value) {
+  YAMLNode node;
+  switch (value.kind) {
+  case PyValue::Kind::Str:
+    node.kind = YAMLNode::Kind::Scalar;
+    node.scalar = value.text;
+    node.quoted = true;
+    break;
+  case PyValue::Kind::Int:
+    node.kind = YAMLNode::Kind::Scalar;
+    node.scalar = std::to_string(value.intValue);
+    break;
+  case PyValue::Kind::Float:
+    node.kind = YAMLNode::Kind::Scalar;
+    node.scalar = std::to_string(value.floatValue);
+    break;
+  case PyValue::Kind::Bool:
+    node.kind = YAMLNode::Kind::Scalar;
+    node.scalar = value.boolValue ? "true" : "false";
+    break;
+  case PyValue::Kind::Tuple:
+  case PyValue::Kind::List:
+  case PyValue::Kind::Set:
+    node.kind = YAMLNode::Kind::Sequence;
+    for (const PyValue &element : value.elements)
+      node.elements.push_back(toYAML(element));
+    break;
+  case PyValue::Kind::Dict:
+    node.kind = YAMLNode::Kind::Mapping;
+    for (size_t i = 0; i + 1 < value.elements.size(); i += 2)
+      node.entries.emplace_back(toYAML(value.elements[i]),
+                                toYAML(value.elements[i + 1]));
+    break;
+  default:
+    break;
+  }
+  return node;
+}
+
+/// Reads a `fastci` marker's `floors={...}` through the manifest's reader
+/// (readFloorOverrideSpec), so that a test declares its floor overrides
+/// alike in either place. A repeated key's last value wins, as in Python.
+/// Returns the first problem, "" when there is none.
+std::string readMarkerFloors(const PyValue &floors,
+                             std::vector<FloorOverrideValue> &out) {
+  std::string problem;
+  DiagnosticEngine diag;
+  diag.setHandler([&](const Diagnostic &diagnostic) {
+    if (problem.empty())
+      problem = diagnostic.message;
+    return true;
+  });
+  AttrDict overrides;
+  if (failed(readFloorOverrideSpec(toYAML(floors), overrides, diag)))
+    return problem.empty() ? "malformed 'floors'" : problem;
+  for (const auto &[name, spec] : overrides) {
+    // lookup, not get: get returns a copy, which the StringRefs would
+    // outlive.
+    const AttrDict &fields = spec.getDict();
+    FloorOverrideValue entry;
+    entry.name = name;
+    if (const Attribute *off = fields.lookup("off"))
+      entry.off = off->asString().value_or("").str();
+    if (const Attribute *atLeast = fields.lookup("at-least"))
+      entry.atLeast = atLeast->asInt().value_or(0);
+    if (const Attribute *why = fields.lookup("why"))
+      entry.why = why->asString().value_or("").str();
+    out.push_back(std::move(entry));
+  }
+  return "";
+}
+
 /// Converts decorators and `pytestmark` values into MarkSummary records.
 class FactsBuilder {
 public:
@@ -803,6 +880,19 @@ FactsBuilder::convertMarks(llvm::ArrayRef<const PyValue *> marks,
            "@pytest.mark.fastci on '" + owner.str() +
                "' takes literal scope=[...] and workload={...}; "
                "non-literal parts ignored"});
+    if (const PyValue *floors = mark->getKeyword("floors")) {
+      FloorOverrides &overrides = summaryMark.floors;
+      overrides.present = true;
+      overrides.error = readMarkerFloors(*floors, overrides.entries);
+      if (!overrides.error.empty()) {
+        overrides.entries.clear();
+        summary.warnings.push_back({line, column,
+                                    "@pytest.mark.fastci on '" + owner.str() +
+                                        "': " + overrides.error +
+                                        "; lower-workload will reject the "
+                                        "test's floor_overrides"});
+      }
+    }
   }
   return result;
 }
@@ -1437,6 +1527,7 @@ void ItemCollector::collectFunction(EntityRef function,
       seenFastci = true;
       base.scope = mark->scope;
       base.workload = mark->workload;
+      base.floors = mark->floors;
     }
   }
   std::string nodeId = prefix + "::" + entity.name;

@@ -11,6 +11,7 @@
 #include "fastci/Python/Analyzer.h"
 #include "fastci/Python/FileSummary.h"
 #include "fastci/Python/Pytest.h"
+#include "fastci/Workload/Lowering.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
@@ -120,6 +121,29 @@ private:
   /// For each taken symbol, the last N of `symbol#N` handed out.
   llvm::StringMap<unsigned> symbolCounts;
 };
+
+/// A marker's floors={...} as the attribute load-manifest gives a manifest
+/// test's `floors:`, so lower-workload reads both alike. A malformed one
+/// becomes its problem's text, which lower-workload rejects: the test must
+/// not be lowered as if it had no overrides.
+Attribute floorOverridesAttr(const FloorOverrides &floors) {
+  if (!floors.error.empty())
+    return Attribute::getString("invalid @pytest.mark.fastci floors: " +
+                                floors.error);
+  AttrDict overrides;
+  for (const FloorOverrideValue &value : floors.entries) {
+    AttrDict entry;
+    if (!value.off.empty()) {
+      entry.set("off", Attribute::getString(value.off));
+    } else {
+      entry.set("at-least", Attribute::getInt(value.atLeast));
+      if (!value.why.empty())
+        entry.set("why", Attribute::getString(value.why));
+    }
+    overrides.set(value.name, Attribute::getDict(std::move(entry)));
+  }
+  return Attribute::getDict(std::move(overrides));
+}
 } // namespace
 
 FileResult Importer::processFile(const SourceFile &file) const {
@@ -344,6 +368,9 @@ LogicalResult Importer::run() {
       test.scope = testSummary.scope;
       for (const WorkloadValue &value : testSummary.workload)
         test.workload.set(value.key, value.value);
+      if (testSummary.floors.present)
+        test.attrs.set(kFloorOverridesAttr,
+                       floorOverridesAttr(testSummary.floors));
       if (testSummary.parametrized)
         test.attrs.set("parametrized", Attribute::getBool(true));
       if (testSummary.inheritedUnknown)

@@ -1,4 +1,4 @@
-//===- Manifest.cpp - Test manifests for CI jobs ---------------------------===//
+//===- Manifest.cpp - Test manifests for CI jobs --------------------------===//
 //
 // Reads FastCI test manifests and Megatron-LM functional-test configurations
 // into IR tests. Each manifest field lands in a typed Test field where one
@@ -179,7 +179,7 @@ private:
     }
     if (const YAMLNode *floors = field(node, "floors")) {
       AttrDict overrides;
-      if (failed(readFloors(*floors, overrides)))
+      if (failed(readFloorOverrideSpec(*floors, overrides, diag)))
         return failure();
       test.attrs.set(kFloorOverridesAttr,
                      Attribute::getDict(std::move(overrides)));
@@ -188,68 +188,6 @@ private:
     std::string dialectName = dialect ? dialect->scalar : defaultDialect;
     if (!dialectName.empty())
       test.attrs.set("dialect", Attribute::getString(dialectName));
-    return success();
-  }
-
-  /// A reason: a non-empty string, where a bare `true` or `yes` is taken
-  /// for a forgotten one.
-  static bool isReason(const YAMLNode &node) {
-    return node.isScalar() && !llvm::StringRef(node.scalar).trim().empty() &&
-           (node.quoted || !node.getAsBool());
-  }
-
-  /// Reads a test's `floors:`, the test's own overrides of its dialect's
-  /// behaviour floors: per floor, `off: <reason>` or `at-least: <n>` with an
-  /// optional `why`. Which floors exist depends on the schema lower-workload
-  /// is given, so the names are checked there (readFloorOverrides).
-  LogicalResult readFloors(const YAMLNode &node, AttrDict &out) {
-    if (!node.isMapping())
-      return error(node, "'floors' must map floor names to 'off: <reason>' "
-                         "or 'at-least: <n>'");
-    for (const auto &[name, value] : node.entries) {
-      if (!name.isScalar() || name.scalar.empty())
-        return error(name, "expected a floor name");
-      std::string what = "floor override '" + name.scalar + "'";
-      if (failed(
-              checkMappingKeys(value, {"off", "at-least", "why"}, what, diag)))
-        return failure();
-      const YAMLNode *off = value.get("off");
-      const YAMLNode *atLeast = value.get("at-least");
-      const YAMLNode *why = value.get("why");
-      if (off && atLeast)
-        return error(*atLeast, "floor '" + name.scalar +
-                                   "' is either turned off or raised, not "
-                                   "both");
-      if (!off && !atLeast)
-        return error(value, what + " needs 'off: <reason>' or 'at-least: <n>'");
-      AttrDict entry;
-      if (off) {
-        // The reason is what a reader of the plan sees instead of the
-        // floor's own; `off: true` would leave them with none.
-        if (why)
-          return error(*why, "the reason for turning floor '" + name.scalar +
-                                 "' off is the value of 'off'");
-        if (!isReason(*off))
-          return error(*off, "turning floor '" + name.scalar +
-                                 "' off needs a reason: off: \"<why this "
-                                 "test does not need it>\"");
-        entry.set("off", Attribute::getString(off->scalar));
-      } else {
-        std::optional<int64_t> bound =
-            atLeast->isScalar() ? atLeast->getAsInt() : std::nullopt;
-        if (!bound || *bound < 0)
-          return error(*atLeast, "'at-least' of floor '" + name.scalar +
-                                     "' must be a non-negative integer");
-        entry.set("at-least", Attribute::getInt(*bound));
-        if (why) {
-          if (!isReason(*why))
-            return error(*why, "'why' of floor '" + name.scalar +
-                                   "' must be a non-empty string");
-          entry.set("why", Attribute::getString(why->scalar));
-        }
-      }
-      out.set(name.scalar, Attribute::getDict(std::move(entry)));
-    }
     return success();
   }
 
@@ -365,4 +303,66 @@ LogicalResult fastci::loadTestManifest(unsigned bufferId, Module &module,
   return ManifestReader(module, diag, stats,
                         llvm::sys::path::parent_path(name))
       .read(*root);
+}
+
+/// A reason: a non-empty string, where a bare `true` or `yes` is taken for a
+/// forgotten one.
+static bool isReason(const YAMLNode &node) {
+  return node.isScalar() && !llvm::StringRef(node.scalar).trim().empty() &&
+         (node.quoted || !node.getAsBool());
+}
+
+LogicalResult fastci::readFloorOverrideSpec(const YAMLNode &node, AttrDict &out,
+                                            DiagnosticEngine &diag) {
+  auto error = [&](const YAMLNode &at, const llvm::Twine &message) {
+    diag.error(at.loc, message);
+    return failure();
+  };
+  if (!node.isMapping())
+    return error(node, "'floors' must map floor names to 'off: <reason>' "
+                       "or 'at-least: <n>'");
+  for (const auto &[name, value] : node.entries) {
+    if (!name.isScalar() || name.scalar.empty())
+      return error(name, "expected a floor name");
+    std::string what = "floor override '" + name.scalar + "'";
+    if (failed(checkMappingKeys(value, {"off", "at-least", "why"}, what, diag)))
+      return failure();
+    const YAMLNode *off = value.get("off");
+    const YAMLNode *atLeast = value.get("at-least");
+    const YAMLNode *why = value.get("why");
+    if (off && atLeast)
+      return error(*atLeast, "floor '" + name.scalar +
+                                 "' is either turned off or raised, not "
+                                 "both");
+    if (!off && !atLeast)
+      return error(value, what + " needs 'off: <reason>' or 'at-least: <n>'");
+    AttrDict entry;
+    if (off) {
+      // The reason is what a reader of the plan sees instead of the
+      // floor's own; `off: true` would leave them with none.
+      if (why)
+        return error(*why, "the reason for turning floor '" + name.scalar +
+                               "' off is the value of 'off'");
+      if (!isReason(*off))
+        return error(*off, "turning floor '" + name.scalar +
+                               "' off needs a reason: off: \"<why this "
+                               "test does not need it>\"");
+      entry.set("off", Attribute::getString(off->scalar));
+    } else {
+      std::optional<int64_t> bound =
+          atLeast->isScalar() ? atLeast->getAsInt() : std::nullopt;
+      if (!bound || *bound < 0)
+        return error(*atLeast, "'at-least' of floor '" + name.scalar +
+                                   "' must be a non-negative integer");
+      entry.set("at-least", Attribute::getInt(*bound));
+      if (why) {
+        if (!isReason(*why))
+          return error(*why, "'why' of floor '" + name.scalar +
+                                 "' must be a non-empty string");
+        entry.set("why", Attribute::getString(why->scalar));
+      }
+    }
+    out.set(name.scalar, Attribute::getDict(std::move(entry)));
+  }
+  return success();
 }

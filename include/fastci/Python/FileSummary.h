@@ -75,6 +75,30 @@ struct WorkloadValue {
   Attribute value;
 };
 
+/// One entry of a `fastci` marker's `floors={...}`: the test's own override
+/// of one of its dialect's behaviour floors, as a manifest's `floors:` entry
+/// (docs/Workloads.md, "Per-test floors").
+struct FloorOverrideValue {
+  /// The floor's name (`model-width`); lower-workload checks it exists.
+  std::string name;
+  /// Non-empty: the floor is turned off, for this reason.
+  std::string off;
+  /// Otherwise the raised bound and its optional reason.
+  int64_t atLeast = 0;
+  std::string why;
+};
+
+/// A `fastci` marker's `floors={...}`.
+struct FloorOverrides {
+  /// Whether the marker has a `floors` argument at all.
+  bool present = false;
+  /// Set when it is malformed (the first problem, as warned): the test then
+  /// carries this text instead of overrides, which lower-workload rejects,
+  /// so a malformed override can never lower a test silently.
+  std::string error;
+  std::vector<FloorOverrideValue> entries;
+};
+
 /// A pytest mark reduced to what collection needs, so that a subclass in
 /// another file can inherit it without the decorator's syntax.
 struct MarkSummary {
@@ -88,6 +112,8 @@ struct MarkSummary {
   /// fastci: the literal parts of scope=[...] and workload={...}.
   std::vector<std::string> scope;
   std::vector<WorkloadValue> workload;
+  /// fastci: floors={...}.
+  FloorOverrides floors;
 };
 
 /// What pytest collection needs to know of a class or a `test*` function
@@ -119,6 +145,8 @@ struct TestSummary {
   std::vector<std::string> scope;
   /// From `@pytest.mark.fastci(workload={...})`.
   std::vector<WorkloadValue> workload;
+  /// From `@pytest.mark.fastci(floors={...})`.
+  FloorOverrides floors;
   /// Set for an inherited test whose function lives in another file: its
   /// symbol (\c entry then names the class that inherits it).
   std::string entrySymbol;

@@ -31,6 +31,19 @@ LogicalResult loadTestManifest(unsigned bufferId, Module &module,
                                DiagnosticEngine &diag,
                                ManifestLoadStats &stats);
 
+class YAMLNode;
+
+/// Reads a test's floor overrides, its own adjustments of its dialect's
+/// behaviour floors: per floor, `off: <reason>` or `at-least: <n>` with an
+/// optional `why`. Sets \p out to floor name -> {off | at-least, why}, the
+/// form lower-workload reads from the test's `floor_overrides`. A manifest's
+/// `floors:` and a pytest marker's `floors=` (converted to a YAMLNode) both
+/// come here, so they accept the same and say the same. Problems are errors
+/// at the offending node. Which floors exist depends on the schema
+/// lower-workload is given, so names are checked there.
+LogicalResult readFloorOverrideSpec(const YAMLNode &node, AttrDict &out,
+                                    DiagnosticEngine &diag);
+
 } // namespace fastci
 
 #endif // FASTCI_WORKLOAD_MANIFEST_H

@@ -19,12 +19,32 @@ TEST(SummaryTest, RoundTripsAndRejectsDamage) {
                            true,
                            {"tp"},
                            {{"layers", Attribute::getInt(24)}}});
+  summary.tests[0].floors = {true,
+                             "",
+                             {{"model-width", "checked at full width", 0, ""},
+                              {"compared-steps", "", 20, "turns at 15"}}};
+  PytestEntitySummary &facts = summary.pytestEntities.emplace_back();
+  facts.entity = 0;
+  MarkSummary &mark = facts.marks.emplace_back();
+  mark.name = "fastci";
+  mark.floors.present = true;
+  mark.floors.error = "expected a floor name";
   std::string bytes = serializeSummary(summary);
   llvm::Expected<FileSummary> back = deserializeSummary(bytes);
   ASSERT_TRUE(static_cast<bool>(back)) << llvm::toString(back.takeError());
   EXPECT_EQ(serializeSummary(*back), bytes);
   EXPECT_EQ(back->entities.size(), 2u);
   EXPECT_EQ(back->tests[0].workload[0].value.getInt(), 24);
+  const FloorOverrides &floors = back->tests[0].floors;
+  EXPECT_TRUE(floors.present);
+  ASSERT_EQ(floors.entries.size(), 2u);
+  EXPECT_EQ(floors.entries[0].off, "checked at full width");
+  EXPECT_EQ(floors.entries[1].name, "compared-steps");
+  EXPECT_EQ(floors.entries[1].atLeast, 20);
+  EXPECT_EQ(floors.entries[1].why, "turns at 15");
+  ASSERT_EQ(back->pytestEntities.size(), 1u);
+  EXPECT_EQ(back->pytestEntities[0].marks[0].floors.error,
+            "expected a floor name");
 
   // Every truncation is an error, never a crash.
   for (size_t length = 0; length < bytes.size(); ++length) {
