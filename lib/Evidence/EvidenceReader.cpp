@@ -7,8 +7,9 @@
 // state and staleness reached there; only the new suffix is validated,
 // split and looked up. Distinct frame texts are decoded and resolved once per
 // thread (a FrameCache, shared by the files one thread reads) and cached by
-// a 128-bit hash of their raw bytes; a file only numbers the frames it uses, in the order it
-// first uses them, so its tables do not depend on what else the thread read.
+// a 128-bit hash of their raw bytes; a file only numbers the frames it uses, in
+// the order it first uses them, so its tables do not depend on what else the
+// thread read.
 //
 // The bytes a line shares with the previous line cannot hold a newline, so
 // the search for the line's end starts after them: each byte of the common
@@ -275,7 +276,8 @@ struct FrameKey {
   uint64_t low, high;
 
   static FrameKey get(llvm::StringRef text) {
-    llvm::XXH128_hash_t hash = llvm::xxh3_128bits(llvm::arrayRefFromStringRef(text));
+    llvm::XXH128_hash_t hash =
+        llvm::xxh3_128bits(llvm::arrayRefFromStringRef(text));
     FrameKey key{hash.low64, hash.high64};
     // The table's two reserved keys stand for no text.
     if (key.high == ~uint64_t(0) && key.low >= ~uint64_t(1))
@@ -693,10 +695,10 @@ void Reader::readHeaderLine(llvm::StringRef line, size_t offset,
     }
     static constexpr llvm::StringLiteral kIdentityKeys[] = {
         "test-id", "pid", "rank", "local-rank", "rate", "revision", "root"};
-    std::string where = ("header '" + key +
-                         "' repeated with another value (first at line " +
-                         llvm::Twine(seen->second.second) + ")")
-                            .str();
+    std::string where =
+        ("header '" + key + "' repeated with another value (first at line " +
+         llvm::Twine(seen->second.second) + ")")
+            .str();
     if (llvm::is_contained(kIdentityKeys, key)) {
       problem(offset, lineNo, 2, where + "; file skipped");
       headerConflict = true;
@@ -823,8 +825,7 @@ void Reader::readStackLine(llvm::StringRef line, size_t offset,
     CachedFrame &frame = (*cache)[states[i].frame];
     if (frame.stale && !frame.staleRecorded) {
       frame.staleRecorded = true;
-      file.staleSymbols.push_back(
-          context->details[frame.detail].resolved.name);
+      file.staleSymbols.push_back(context->details[frame.detail].resolved.name);
     }
   }
   file.samples += count;
