@@ -19,9 +19,6 @@ using namespace fastci::python;
 using llvm::StringRef;
 
 namespace {
-/// Characters CPython skips before the `#` of a coding comment.
-bool isLineSpace(char c) { return c == ' ' || c == '\t' || c == '\f'; }
-
 /// The declaration on one line, as get_coding_spec finds it: the line must
 /// be a comment, and the first `coding` followed by `:` or `=` and a name
 /// wins.
