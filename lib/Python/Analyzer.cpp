@@ -93,7 +93,8 @@ struct Grammar {
   const TSLanguage *language = tree_sitter_python();
   std::vector<Kind> kinds;
   TSFieldId name, body, definition, function, arguments, object, attribute,
-      left, right, moduleName, alias, value, key, operatorField, argument;
+      left, right, moduleName, alias, value, key, operatorField, argument,
+      parameters;
 
   Grammar() {
     static const std::pair<const char *, Kind> kNamed[] = {
@@ -175,6 +176,7 @@ struct Grammar {
     key = field("key");
     operatorField = field("operator");
     argument = field("argument");
+    parameters = field("parameters");
   }
 
   Kind kindOf(TSNode node) const {
@@ -263,9 +265,9 @@ struct Frame {
   /// The docstring statement to leave out of the hash, if any.
   const void *docstring = nullptr;
   /// Names declared `global` in this scope (they reset `__qualname__`).
-  llvm::StringSet<> globals;
+  llvm::StringSet<> globals{};
   /// The token stream being hashed.
-  std::string tokens;
+  std::string tokens{};
   /// The name of the definition that opened the frame: its text stays out
   /// of the hash (the symbol carries it), so a renamed function or class
   /// keeps its hash and mark-changed pairs it with its old name.
@@ -312,6 +314,9 @@ private:
   void recordImport(TSNode node);
   std::string resolveRelative(unsigned level, StringRef rest) const;
   std::optional<PyValue> evaluate(TSNode node, unsigned depth) const;
+  /// The parameters of the `def` \p def that pytest's getfuncargnames
+  /// reads: positional-or-keyword and keyword-only ones without a default.
+  std::vector<std::string> getFixtureRequests(TSNode def) const;
   std::optional<PyValue> evaluateString(TSNode node) const;
   void recordSyntaxError(TSNode node);
   void resolveCalls();
@@ -589,6 +594,11 @@ void FileAnalyzer::openEntity(TSNode outer, TSNode def, StringRef name,
     });
   }
 
+  // What pytest would inject: read only where collection needs it.
+  if (kind == EntityKind::Function && !entity.isLambda &&
+      (entity.isFixture || name.starts_with("test")))
+    entity.parameters = getFixtureRequests(def);
+
   // The parent hashes a placeholder, so adding, removing or renaming a
   // member changes it while editing the member's body does not.
   if (depth < muteDepth) {
@@ -762,7 +772,7 @@ void FileAnalyzer::recordImport(TSNode node) {
       // `import a.b` binds `a`.
       StringRef head = StringRef(target).split('.').first;
       importAliases.try_emplace(head, head.str());
-      summary.edges.push_back({EdgeKind::Import, from, target, line, 0});
+      summary.edges.push_back({EdgeKind::Import, from, target, line, 0, ""});
     });
     return;
   }
@@ -786,7 +796,7 @@ void FileAnalyzer::recordImport(TSNode node) {
   forEachChild(node, [&](TSNode child, TSFieldId fieldId) {
     if (grammar.kindOf(child) == Kind::WildcardImport) {
       summary.edges.push_back({EdgeKind::Import, from, module, line,
-                               static_cast<uint32_t>(module.size())});
+                               static_cast<uint32_t>(module.size()), ""});
       any = true;
       return;
     }
@@ -807,7 +817,7 @@ void FileAnalyzer::recordImport(TSNode node) {
   });
   if (!any && !module.empty())
     summary.edges.push_back({EdgeKind::Import, from, module, line,
-                             static_cast<uint32_t>(module.size())});
+                             static_cast<uint32_t>(module.size()), ""});
 }
 
 void FileAnalyzer::recordSyntaxError(TSNode node) {
@@ -870,7 +880,7 @@ void FileAnalyzer::resolveCalls() {
     if (!seen.insert(key).second)
       continue;
     summary.edges.push_back(
-        {EdgeKind::Call, call.from, std::move(target), call.line, 0});
+        {EdgeKind::Call, call.from, std::move(target), call.line, 0, ""});
   }
 }
 
@@ -1033,6 +1043,30 @@ static bool decodeEscapes(StringRef body, bool isBytes, bool isFString,
     }
   }
   return true;
+}
+
+std::vector<std::string> FileAnalyzer::getFixtureRequests(TSNode def) const {
+  std::vector<std::string> names;
+  TSNode parameters = field(def, grammar.parameters);
+  if (ts_node_is_null(parameters))
+    return names;
+  forEachChild(parameters, [&](TSNode child, TSFieldId) {
+    StringRef type = ts_node_type(child);
+    if (type == "positional_separator") {
+      // Positional-only parameters cannot be requested by keyword.
+      names.clear();
+    } else if (type == "identifier") {
+      names.push_back(text(child).str());
+    } else if (type == "typed_parameter") {
+      // `x: int`; a typed `*args` holds a splat pattern instead.
+      TSNode first = ts_node_named_child(child, 0);
+      if (grammar.kindOf(first) == Kind::Identifier)
+        names.push_back(text(first).str());
+    }
+    // Parameters with defaults, `*args`, `**kwargs` and `*` are not
+    // requests.
+  });
+  return names;
 }
 
 std::optional<PyValue> FileAnalyzer::evaluateString(TSNode node) const {

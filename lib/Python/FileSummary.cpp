@@ -16,8 +16,9 @@ namespace {
 /// Bumped whenever the summary or its meaning changes, so that stale cache
 /// entries of older builds are ignored rather than misread.
 constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
-// 4: names left out of hashes, 5: pytest facts, 6: import aliases.
-constexpr uint32_t kSummaryVersion = 7;
+// 4: names left out of hashes, 5: pytest facts, 6: import aliases,
+// 8: parameters, fixture facts and mark names.
+constexpr uint32_t kSummaryVersion = 8;
 
 class Writer {
 public:
@@ -198,6 +199,8 @@ void writeMarks(Writer &w, const std::vector<MarkSummary> &marks) {
     w.strings(mark.scope);
     writeWorkload(w, mark.workload);
     writeFloors(w, mark.floors);
+    w.strings(mark.names);
+    w.u8(mark.indirect);
   }
 }
 
@@ -214,6 +217,8 @@ bool readMarks(Reader &r, std::vector<MarkSummary> &marks) {
     if (!readWorkload(r, mark.workload))
       return false;
     readFloors(r, mark.floors);
+    mark.names = r.strings();
+    mark.indirect = r.u8();
   }
   return true;
 }
@@ -237,6 +242,7 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.u64(entity.hash);
     w.strings(entity.decorators);
     w.u8(entity.isAsync | entity.isLambda << 1 | entity.isFixture << 2);
+    w.strings(entity.parameters);
   }
   w.u32(summary.edges.size());
   for (const EdgeSummary &edge : summary.edges) {
@@ -271,6 +277,14 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     writeMarks(w, facts.marks);
     w.strings(facts.bases);
     w.u8(facts.testAttribute);
+    w.str(facts.fixtureName);
+    w.u8(facts.fixtureParams | facts.fixtureAutouse << 1 |
+         facts.fixtureIdsKnown << 2);
+    w.strings(facts.fixtureIds);
+    w.u32(facts.fixtureCaseTags.size());
+    for (const std::vector<std::string> &tags : facts.fixtureCaseTags)
+      w.strings(tags);
+    w.u8(facts.fixtureScope);
   }
   writeMarks(w, summary.moduleMarks);
   return out;
@@ -301,6 +315,7 @@ fastci::python::deserializeSummary(StringRef buffer) {
     entity.isAsync = flags & 1;
     entity.isLambda = flags & 2;
     entity.isFixture = flags & 4;
+    entity.parameters = r.strings();
   }
   summary.edges.resize(r.count());
   for (EdgeSummary &edge : summary.edges) {
@@ -340,6 +355,16 @@ fastci::python::deserializeSummary(StringRef buffer) {
       return llvm::createStringError("bad mark");
     facts.bases = r.strings();
     facts.testAttribute = r.u8();
+    facts.fixtureName = r.str();
+    uint8_t fixtureFlags = r.u8();
+    facts.fixtureParams = fixtureFlags & 1;
+    facts.fixtureAutouse = fixtureFlags & 2;
+    facts.fixtureIdsKnown = fixtureFlags & 4;
+    facts.fixtureIds = r.strings();
+    facts.fixtureCaseTags.resize(r.count());
+    for (std::vector<std::string> &tags : facts.fixtureCaseTags)
+      tags = r.strings();
+    facts.fixtureScope = r.u8();
   }
   if (!readMarks(r, summary.moduleMarks))
     return llvm::createStringError("bad mark");

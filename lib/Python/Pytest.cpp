@@ -19,12 +19,14 @@
 #include "fastci/Workload/Manifest.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>
+#include <functional>
 #include <map>
 
 using namespace fastci;
@@ -800,6 +802,8 @@ private:
                                         StringRef owner, uint32_t line,
                                         uint32_t column);
   std::string resolveBase(StringRef base, uint32_t line);
+  /// Fills the fixture facts of \p id from its `@pytest.fixture(...)`.
+  void readFixture(LocalId id, PytestEntitySummary &facts) const;
   bool isLocalDef(StringRef name) const {
     return llvm::any_of(summary.entities, [&](const EntitySummary &entity) {
       return entity.parent == kModuleScope && entity.name == name;
@@ -822,7 +826,25 @@ FactsBuilder::convertMarks(llvm::ArrayRef<const PyValue *> marks,
   for (const PyValue *mark : marks) {
     MarkSummary &summaryMark = result.emplace_back();
     summaryMark.name = getMarkerName(*mark).str();
+    if (summaryMark.name == "usefixtures") {
+      for (const PyValue &argument : mark->elements)
+        if (argument.kind == PyValue::Kind::Str)
+          summaryMark.names.push_back(argument.text);
+      continue;
+    }
     if (summaryMark.name == "parametrize") {
+      if (const PyValue *indirect = mark->getKeyword("indirect"))
+        summaryMark.indirect = indirect->kind == PyValue::Kind::Bool
+                                   ? indirect->boolValue
+                               : indirect->kind == PyValue::Kind::None ? 0
+                                                                       : 2;
+      // The argnames, which no fixture supplies for this test.
+      if (const PyValue *argnames = mark->elements.empty()
+                                        ? mark->getKeyword("argnames")
+                                        : &mark->elements[0])
+        if (std::optional<std::vector<std::string>> names =
+                getArgnames(*argnames))
+          summaryMark.names = std::move(*names);
       std::optional<std::vector<std::string>> ids = computeParametrizeIds(
           *mark, [&](StringRef name) { return isLocalDef(name); },
           &summaryMark.caseTags);
@@ -897,6 +919,61 @@ FactsBuilder::convertMarks(llvm::ArrayRef<const PyValue *> marks,
   return result;
 }
 
+void FactsBuilder::readFixture(LocalId id, PytestEntitySummary &facts) const {
+  facts.fixtureName = summary.entities[id].name;
+  if (static_cast<size_t>(id) >= decorators.size())
+    return;
+  for (const PyValue &decorator : decorators[id]) {
+    if (decorator.kind != PyValue::Kind::Call ||
+        (decorator.text != "pytest.fixture" && decorator.text != "fixture" &&
+         decorator.text != "pytest.yield_fixture"))
+      continue;
+    // fixture(fixture_function=None, *, scope, params, autouse, ids, name);
+    // a positional argument is the decorated function itself.
+    if (const PyValue *params = decorator.getKeyword("params"))
+      facts.fixtureParams = params->kind != PyValue::Kind::None;
+    if (const PyValue *autouse = decorator.getKeyword("autouse"))
+      facts.fixtureAutouse =
+          autouse->kind != PyValue::Kind::None &&
+          !(autouse->kind == PyValue::Kind::Bool && !autouse->boolValue) &&
+          !(autouse->kind == PyValue::Kind::Int && autouse->intValue == 0);
+    if (const PyValue *name = decorator.getKeyword("name"))
+      if (name->kind == PyValue::Kind::Str)
+        facts.fixtureName = name->text;
+    if (const PyValue *scope = decorator.getKeyword("scope")) {
+      static const char *const kScopes[] = {"function", "class", "module",
+                                            "package", "session"};
+      facts.fixtureScope = 5;
+      if (scope->kind == PyValue::Kind::Str)
+        for (auto [order, scopeName] : llvm::enumerate(kScopes))
+          if (scope->text == scopeName)
+            facts.fixtureScope = order;
+    }
+    // The params' ids are those of
+    // `metafunc.parametrize(name, params, indirect=True, ids=ids)`.
+    if (const PyValue *params = decorator.getKeyword("params");
+        params && params->kind != PyValue::Kind::None) {
+      PyValue call;
+      call.kind = PyValue::Kind::Call;
+      call.text = "pytest.mark.parametrize";
+      PyValue argname;
+      argname.kind = PyValue::Kind::Str;
+      argname.text = facts.fixtureName;
+      call.elements = {std::move(argname), *params};
+      if (const PyValue *ids = decorator.getKeyword("ids"))
+        call.keywords.emplace_back("ids", *ids);
+      std::optional<std::vector<std::string>> ids = computeParametrizeIds(
+          call, [&](StringRef name) { return isLocalDef(name); },
+          &facts.fixtureCaseTags);
+      facts.fixtureIdsKnown = ids.has_value();
+      if (ids)
+        facts.fixtureIds = std::move(*ids);
+      else
+        facts.fixtureCaseTags.clear();
+    }
+  }
+}
+
 std::string FactsBuilder::resolveBase(StringRef base, uint32_t line) {
   // The binding of the head in effect where the class is defined: the
   // last one above it (Python runs the module top to bottom).
@@ -921,10 +998,14 @@ void FactsBuilder::run(llvm::ArrayRef<PyValue> moduleMarkValues) {
     bool inScope = entity.parent == kModuleScope ||
                    summary.entities[entity.parent].kind == EntityKind::Class;
     bool isClass = entity.kind == EntityKind::Class;
-    if (!isClass && !(inScope && StringRef(entity.name).starts_with("test")))
+    bool isFixture = inScope && entity.isFixture;
+    if (!isClass && !isFixture &&
+        !(inScope && StringRef(entity.name).starts_with("test")))
       continue;
     PytestEntitySummary facts;
     facts.entity = id;
+    if (isFixture)
+      readFixture(id, facts);
     // pytest applies (and iterates) marks innermost first.
     std::vector<const PyValue *> marks;
     if (static_cast<size_t>(id) < decorators.size())
@@ -966,7 +1047,8 @@ void FactsBuilder::run(llvm::ArrayRef<PyValue> moduleMarkValues) {
           facts.testAttribute = findTestAttribute(source.slice(colon + 1, end));
       }
     }
-    if (!facts.marks.empty() || !facts.bases.empty() || facts.testAttribute)
+    if (!facts.marks.empty() || !facts.bases.empty() || facts.testAttribute ||
+        isFixture)
       summary.pytestEntities.push_back(std::move(facts));
   }
   std::vector<const PyValue *> marks;
@@ -1024,9 +1106,10 @@ public:
     uint32_t index = files.size();
     files.emplace_back(path, moduleName, summary);
     modules.try_emplace(moduleName, index);
-    // Only what collection looks up: base classes and imported tests.
+    // Only what collection looks up: base classes, imported tests and
+    // imported fixtures.
     for (auto [id, entity] : llvm::enumerate(summary->entities))
-      if (entity.kind == EntityKind::Class ||
+      if (entity.kind == EntityKind::Class || entity.isFixture ||
           StringRef(entity.name).starts_with("test"))
         symbols.try_emplace(symbolOf(moduleName, entity),
                             EntityRef{index, static_cast<LocalId>(id)});
@@ -1126,6 +1209,42 @@ private:
   /// \p unittest: an item of a TestCase, which pytest does not parametrize.
   void collectFunction(EntityRef function, const std::string &prefix,
                        const MarkChain &outer, bool unittest = false);
+  /// A fixture definition and the names it requests.
+  struct FixtureDef {
+    EntityRef ref;
+    const PytestEntitySummary *facts;
+  };
+  /// Fixtures by name, each name's definitions from the outermost scope to
+  /// the innermost (pytest's `getfixturedefs` order).
+  using FixtureMap = llvm::StringMap<std::vector<FixtureDef>>;
+  /// Adds the fixtures of the namespace \p scope (a module, or a class along
+  /// \p mro) to \p map and the autouse ones to \p autouse.
+  void addScopeFixtures(llvm::ArrayRef<EntityRef> mro, FixtureMap &map,
+                        std::vector<std::string> &autouse) const;
+  /// What the fixtures the test \p function (its marks \p marks) uses
+  /// directly or through other fixtures do to its ids.
+  struct FixtureParamsInfo {
+    /// Some fixture it uses is declared with `params=`.
+    bool parametrized = false;
+    /// The ids are known: those of \c applied, in pytest's order.
+    bool exact = false;
+    std::vector<const PytestEntitySummary *> applied;
+  };
+  FixtureParamsInfo getFixtureParams(EntityRef function,
+                                     llvm::ArrayRef<const MarkSummary *> marks);
+  /// pytest's argnames of a function: its recorded parameters less `self`
+  /// for a method.
+  llvm::ArrayRef<std::string> getArgnames(EntityRef function) const {
+    const FileView &owner = repo.files[function.file];
+    const EntitySummary &entity = owner.entity(function.id);
+    llvm::ArrayRef<std::string> names = entity.parameters;
+    if (entity.parent != kModuleScope &&
+        owner.entity(entity.parent).kind == EntityKind::Class &&
+        !llvm::is_contained(entity.decorators, "staticmethod") &&
+        !names.empty())
+      names = names.drop_front();
+    return names;
+  }
   bool isTestFunction(EntityRef ref) const {
     const EntitySummary &entity = repo.files[ref.file].entity(ref.id);
     return entity.kind == EntityKind::Function &&
@@ -1153,6 +1272,13 @@ private:
   /// tests whose function lives in another file).
   LocalId localClass = kModuleScope;
   llvm::DenseMap<std::pair<uint32_t, LocalId>, std::vector<EntityRef>> mros;
+  /// The MROs of the classes being collected, outermost first: their
+  /// fixtures are visible to the tests inside.
+  std::vector<std::vector<EntityRef>> classMros;
+  /// The fixtures of the conftest.py files above the test file and of the
+  /// test module, built on first use.
+  std::optional<FixtureMap> moduleFixtures;
+  std::vector<std::string> moduleAutouse;
 };
 } // namespace
 
@@ -1459,6 +1585,8 @@ void ItemCollector::collectClass(EntityRef cls, StringRef name,
   MarkChain chain = getClassMarks(mro, outer);
   if (unknown)
     addUnknownClassItem(cls, prefix, chain);
+  classMros.push_back(mro);
+  auto popClass = llvm::make_scope_exit([&] { classMros.pop_back(); });
 
   // Members by class along the MRO, a name taken from the first class that
   // has it; base classes' members come first.
@@ -1530,6 +1658,41 @@ void ItemCollector::collectFunction(EntityRef function,
       base.floors = mark->floors;
     }
   }
+  // A fixture declared with `params=` repeats the test once per param.
+  // pytest applies fixture params before parametrize marks, so their ids
+  // come first and vary slowest; where they are not certain, the one item
+  // stands for all cases.
+  if (!unittest) {
+    FixtureParamsInfo fixtures = getFixtureParams(function, marks);
+    if (fixtures.parametrized) {
+      hasParametrize = true;
+      undetermined |= !fixtures.exact;
+    }
+    std::vector<Case> fixtureCases(1);
+    for (const PytestEntitySummary *fixture : fixtures.applied) {
+      std::vector<Case> product;
+      for (const Case &prefixCase : fixtureCases)
+        for (auto [caseIndex, id] : llvm::enumerate(fixture->fixtureIds)) {
+          Case &next = product.emplace_back(prefixCase);
+          next.ids.push_back(id);
+          if (caseIndex < fixture->fixtureCaseTags.size())
+            for (const std::string &tag : fixture->fixtureCaseTags[caseIndex])
+              addTag(next.tags, tag);
+        }
+      fixtureCases = std::move(product);
+    }
+    if (!fixtures.applied.empty()) {
+      std::vector<Case> combined;
+      for (const Case &fixtureCase : fixtureCases)
+        for (const Case &markCase : cases) {
+          Case &next = combined.emplace_back(fixtureCase);
+          llvm::append_range(next.ids, markCase.ids);
+          for (const std::string &tag : markCase.tags)
+            addTag(next.tags, tag);
+        }
+      cases = std::move(combined);
+    }
+  }
   std::string nodeId = prefix + "::" + entity.name;
   auto makeTags = [&](llvm::ArrayRef<std::string> caseTags) {
     // pytest's order: the function's marks, the case's, then the class's
@@ -1554,6 +1717,188 @@ void ItemCollector::collectFunction(EntityRef function,
     test.tags = makeTags(parametrized.tags);
     tests.push_back(std::move(test));
   }
+}
+
+void ItemCollector::addScopeFixtures(llvm::ArrayRef<EntityRef> mro,
+                                     FixtureMap &map,
+                                     std::vector<std::string> &autouse) const {
+  // pytest's parsefactories reads the holder's attributes in dir() order
+  // (sorted by name): along a class's MRO, the first class that binds a
+  // name decides.
+  llvm::StringSet<> seen;
+  std::vector<std::pair<std::string, EntityRef>> members;
+  for (EntityRef scope : mro)
+    for (const auto &[name, value] : getNamespace(scope))
+      if (seen.insert(name).second && value)
+        members.emplace_back(name, *value);
+  llvm::stable_sort(
+      members, [](const auto &a, const auto &b) { return a.first < b.first; });
+  for (const auto &[name, value] : members) {
+    const EntitySummary &entity = repo.files[value.file].entity(value.id);
+    const PytestEntitySummary *facts =
+        repo.files[value.file].getFacts(value.id);
+    if (!entity.isFixture || !facts || facts->fixtureName.empty())
+      continue;
+    map[facts->fixtureName].push_back({value, facts});
+    if (facts->fixtureAutouse)
+      autouse.push_back(facts->fixtureName);
+  }
+}
+
+ItemCollector::FixtureParamsInfo
+ItemCollector::getFixtureParams(EntityRef function,
+                                llvm::ArrayRef<const MarkSummary *> marks) {
+  if (!moduleFixtures) {
+    // conftest.py files from the root down to the test file's directory,
+    // then the module itself.
+    moduleFixtures.emplace();
+    StringRef directory = view.path.rsplit('/').first;
+    if (!view.path.contains('/'))
+      directory = "";
+    std::vector<std::pair<size_t, uint32_t>> conftests;
+    for (auto [index, other] : llvm::enumerate(repo.files)) {
+      StringRef otherPath = other.path;
+      if (otherPath != "conftest.py" && !otherPath.ends_with("/conftest.py"))
+        continue;
+      StringRef otherDirectory =
+          otherPath.size() > 11 ? otherPath.drop_back(12) : StringRef();
+      if (otherDirectory.empty() || directory == otherDirectory ||
+          directory.starts_with((otherDirectory + "/").str()))
+        conftests.emplace_back(otherDirectory.size(), index);
+    }
+    llvm::sort(conftests);
+    for (auto [length, index] : conftests)
+      addScopeFixtures({EntityRef{index, kModuleScope}}, *moduleFixtures,
+                       moduleAutouse);
+    addScopeFixtures({EntityRef{file, kModuleScope}}, *moduleFixtures,
+                     moduleAutouse);
+  }
+  FixtureMap classFixtures;
+  std::vector<std::string> requested = moduleAutouse;
+  for (const std::vector<EntityRef> &mro : classMros)
+    addScopeFixtures(mro, classFixtures, requested);
+  auto definitions = [&](StringRef name) {
+    std::vector<FixtureDef> result;
+    auto it = moduleFixtures->find(name);
+    if (it != moduleFixtures->end())
+      result = it->second;
+    auto local = classFixtures.find(name);
+    if (local != classFixtures.end())
+      llvm::append_range(result, local->second);
+    return result;
+  };
+
+  // getfixtureinfo's initial names: autouse fixtures, usefixtures, then the
+  // function's arguments. The names a parametrize mark supplies directly
+  // (not `indirect=`) are not looked up as fixtures.
+  FixtureParamsInfo info;
+  bool certain = true;
+  llvm::StringSet<> markArgnames, ignored;
+  for (const MarkSummary *mark : marks) {
+    if (mark->name == "usefixtures") {
+      llvm::append_range(requested, mark->names);
+    } else if (mark->name == "parametrize") {
+      for (const std::string &name : mark->names) {
+        markArgnames.insert(name);
+        if (mark->indirect == 0)
+          ignored.insert(name);
+      }
+      // An `indirect=` list: pytest 7 then looks up every argname, pytest
+      // 8 only the indirect ones; looking up all of them is the larger set.
+      certain &= mark->indirect != 2;
+    }
+  }
+  llvm::append_range(requested, getArgnames(function));
+  std::vector<std::string> initial;
+  llvm::StringSet<> seen;
+  for (const std::string &name : requested)
+    if (seen.insert(name).second)
+      initial.push_back(name);
+
+  // The closure as pytest 7 computes it (breadth first, over the innermost
+  // definition's arguments) ...
+  std::vector<std::string> breadthFirst = initial;
+  for (size_t i = 0; i < breadthFirst.size(); ++i) {
+    if (ignored.contains(breadthFirst[i]))
+      continue;
+    std::vector<FixtureDef> defs = definitions(breadthFirst[i]);
+    if (!defs.empty())
+      for (const std::string &argument : getArgnames(defs.back().ref))
+        if (seen.insert(argument).second)
+          breadthFirst.push_back(argument);
+  }
+  // ... and as pytest 8's traverse_fixture_closure does (depth first,
+  // following an override chain into the overridden definitions).
+  std::vector<std::string> depthFirst;
+  llvm::StringMap<int> chainIndex;
+  std::function<void(StringRef, unsigned)> visit = [&](StringRef name,
+                                                       unsigned depth) {
+    if (depth > 64) {
+      certain = false;
+      return;
+    }
+    auto found = chainIndex.find(name);
+    if (found != chainIndex.end() && found->second == -1)
+      return;
+    if (found == chainIndex.end()) {
+      depthFirst.push_back(name.str());
+      chainIndex[name] = -1;
+    }
+    if (ignored.contains(name))
+      return;
+    std::vector<FixtureDef> defs = definitions(name);
+    int index = chainIndex[name];
+    if (defs.empty() || static_cast<size_t>(-index) > defs.size())
+      return;
+    const FixtureDef &def = defs[defs.size() + index];
+    chainIndex[name] = index - 1;
+    for (const std::string &argument : getArgnames(def.ref))
+      visit(argument, depth + 1);
+    chainIndex[name] = index;
+  };
+  for (const std::string &name : initial)
+    visit(name, 0);
+
+  // Both sort the closure by scope, widest first, and then parametrize
+  // each name (fixtures.py's pytest_generate_tests): not one the test
+  // parametrizes itself; the innermost definition with params, passing
+  // to an outer one only while each requests its own name.
+  auto applied = [&](std::vector<std::string> closure) {
+    auto scopeOf = [&](StringRef name) -> unsigned {
+      std::vector<FixtureDef> defs = definitions(name);
+      return defs.empty() ? 0 : defs.back().facts->fixtureScope;
+    };
+    llvm::stable_sort(closure, [&](const std::string &a, const std::string &b) {
+      return scopeOf(a) > scopeOf(b);
+    });
+    std::vector<const PytestEntitySummary *> result;
+    for (const std::string &name : closure) {
+      if (markArgnames.contains(name))
+        continue;
+      std::vector<FixtureDef> defs = definitions(name);
+      for (const FixtureDef &def : llvm::reverse(defs)) {
+        if (def.facts->fixtureParams) {
+          result.push_back(def.facts);
+          break;
+        }
+        if (!llvm::is_contained(getArgnames(def.ref), name))
+          break;
+      }
+    }
+    return result;
+  };
+  std::vector<const PytestEntitySummary *> older = applied(breadthFirst);
+  info.applied = applied(depthFirst);
+  info.parametrized = !older.empty() || !info.applied.empty();
+  // Exact ids only where both agree, every id is static, and the fixture
+  // is function-scoped: wider scopes make pytest reorder the items.
+  info.exact = certain && older == info.applied &&
+               llvm::all_of(info.applied, [](const PytestEntitySummary *f) {
+                 return f->fixtureIdsKnown && f->fixtureScope == 0;
+               });
+  if (!info.exact)
+    info.applied.clear();
+  return info;
 }
 
 void fastci::python::collectPytestItems(
@@ -1597,15 +1942,47 @@ static bool dependsOnOtherFiles(StringRef moduleName,
   return false;
 }
 
+/// True when a conftest.py may give the tests below it fixtures: it
+/// defines one, or imports names at module level.
+static bool providesFixtures(const FileSummary &summary) {
+  for (const EntitySummary &entity : summary.entities)
+    if (entity.isFixture && entity.parent == kModuleScope)
+      return true;
+  return llvm::any_of(summary.edges, [](const EdgeSummary &edge) {
+    return edge.kind == EdgeKind::Import && edge.from == kModuleScope;
+  });
+}
+
 void fastci::python::linkPytestItems(
     llvm::ArrayRef<SourceFile> files,
     llvm::function_ref<FileSummary *(size_t)> summaryOf) {
+  // Directories whose conftest.py provides fixtures ("" for the root).
+  llvm::StringSet<> conftestDirectories;
+  for (auto [index, file] : llvm::enumerate(files)) {
+    StringRef path = file.path;
+    FileSummary *summary = summaryOf(index);
+    if (summary && (path == "conftest.py" || path.ends_with("/conftest.py")) &&
+        providesFixtures(*summary))
+      conftestDirectories.insert(
+          path.drop_back(StringRef("conftest.py").size()).rtrim('/'));
+  }
+  auto underConftest = [&](StringRef path) {
+    if (conftestDirectories.empty())
+      return false;
+    if (conftestDirectories.contains(""))
+      return true;
+    for (size_t slash = path.rfind('/'); slash != StringRef::npos;
+         slash = path.take_front(slash).rfind('/'))
+      if (conftestDirectories.contains(path.take_front(slash)))
+        return true;
+    return false;
+  };
   std::vector<size_t> dependent;
   for (auto [index, file] : llvm::enumerate(files)) {
     StringRef path = file.path;
     FileSummary *summary = summaryOf(index);
     if (summary && isPytestTestFile(path.substr(path.rfind('/') + 1)) &&
-        dependsOnOtherFiles(file.moduleName, *summary))
+        (dependsOnOtherFiles(file.moduleName, *summary) || underConftest(path)))
       dependent.push_back(index);
   }
   if (dependent.empty())

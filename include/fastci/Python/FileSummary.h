@@ -49,6 +49,10 @@ struct EntitySummary {
   bool isLambda = false;
   /// Decorated with `pytest.fixture`.
   bool isFixture = false;
+  /// Test functions and fixtures: the arguments pytest's getfuncargnames
+  /// reads as fixture requests (positional-or-keyword and keyword-only
+  /// parameters without a default), the first one (`self`) included.
+  std::vector<std::string> parameters;
 };
 
 /// An import or a call site.
@@ -114,6 +118,13 @@ struct MarkSummary {
   std::vector<WorkloadValue> workload;
   /// fastci: floors={...}.
   FloorOverrides floors;
+  /// parametrize: its argnames; usefixtures: the fixture names (string
+  /// arguments only).
+  std::vector<std::string> names;
+  /// parametrize: its `indirect=` keyword: 0 absent or false (the argnames
+  /// are direct, their fixtures not requested), 1 True, 2 anything else (a
+  /// list, which pytest versions read differently, or not a literal).
+  uint8_t indirect = 0;
 };
 
 /// What pytest collection needs to know of a class or a `test*` function
@@ -128,6 +139,22 @@ struct PytestEntitySummary {
   std::vector<std::string> bases;
   /// Classes: `__test__` assigned in the body: 0 no, 1 False, 2 True.
   uint8_t testAttribute = 0;
+  /// Fixtures: the name it is requested by (`name=`, else the function's).
+  std::string fixtureName;
+  /// Fixtures: declared with `params=` (not None); pytest then repeats
+  /// every test that requests it, once per param.
+  bool fixtureParams = false;
+  /// Fixtures: `autouse=` true, or not a literal (fail safe).
+  bool fixtureAutouse = false;
+  /// Fixtures with params: whether the ids pytest gives the params are
+  /// static (a literal list, `ids=` a literal list or absent), the ids, and
+  /// per param the marker names its `pytest.param(marks=...)` adds.
+  bool fixtureIdsKnown = false;
+  std::vector<std::string> fixtureIds;
+  std::vector<std::vector<std::string>> fixtureCaseTags;
+  /// Fixtures: `scope=` as pytest's Scope order (0 function, 1 class,
+  /// 2 module, 3 package, 4 session), 5 when not a literal.
+  uint8_t fixtureScope = 0;
 };
 
 /// A pytest item.
@@ -139,7 +166,8 @@ struct TestSummary {
   /// Marker names, function markers first, then class and module markers.
   std::vector<std::string> tags;
   /// Set when parametrize ids could not be determined statically and this
-  /// one item stands for all cases.
+  /// one item stands for all cases; also when the test requests, directly
+  /// or through other fixtures, a fixture declared with `params=`.
   bool parametrized = false;
   /// From `@pytest.mark.fastci(scope=[...])`.
   std::vector<std::string> scope;

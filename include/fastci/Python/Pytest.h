@@ -5,7 +5,8 @@
 // default name filters (`test_*.py`/`*_test.py`, `Test*` classes without
 // `__init__`, `test*` functions), marker names, and the id generation of
 // `@pytest.mark.parametrize` (explicit ids, then per-value ids joined by
-// `-`, made unique with pytest's suffixing), class inheritance along the
+// `-`, made unique with pytest's suffixing) and of fixtures declared with
+// `params=` that a test uses, class inheritance along the
 // MRO (within a file, and across the repository's modules once every file
 // is summarized), so the node ids FastCI emits are byte-for-byte the ones
 // `pytest --collect-only -q` prints.

@@ -278,3 +278,78 @@ TEST(PytestTest, AliasedBasesAcrossModules) {
   EXPECT_EQ(tests[1].nodeId, "tests/test_x.py::TestY::test_a");
   EXPECT_FALSE(tests[1].inheritedUnknown);
 }
+
+TEST(PytestTest, FixtureParams) {
+  std::vector<SourceFile> files = {{"tests/conftest.py", "tests.conftest"},
+                                   {"tests/test_x.py", "tests.test_x"},
+                                   {"test_top.py", "test_top"}};
+  std::vector<FileSummary> summaries = {
+      analyzePythonSource("import pytest\n"
+                          "@pytest.fixture(params=[1, 2], name='dev')\n"
+                          "def _device(request): return request.param\n"
+                          "@pytest.fixture(autouse=flag())\n"
+                          "def maybe_auto(): pass\n"
+                          "@pytest.fixture(scope='module', params=[1])\n"
+                          "def wide(request): pass\n",
+                          files[0].path, files[0].moduleName),
+      analyzePythonSource("import pytest\n"
+                          "@pytest.fixture\n"
+                          "def uses(dev, /, plain, *, kw, d=1, *a, **k):\n"
+                          "    pass\n"
+                          "def test_a(tmp_path): pass\n"
+                          "def test_b(uses): pass\n"
+                          "@pytest.mark.parametrize('dev', [3])\n"
+                          "def test_c(dev): pass\n"
+                          "@pytest.mark.usefixtures('dev')\n"
+                          "def test_d(): pass\n"
+                          "def test_e(wide): pass\n",
+                          files[1].path, files[1].moduleName),
+      analyzePythonSource("def test_top(dev): pass\n", files[2].path,
+                          files[2].moduleName)};
+  // What the summaries record for it.
+  const FileSummary &conftest = summaries[0];
+  ASSERT_EQ(conftest.pytestEntities.size(), 3u);
+  EXPECT_EQ(conftest.pytestEntities[0].fixtureName, "dev");
+  EXPECT_TRUE(conftest.pytestEntities[0].fixtureParams);
+  // Its ids are named after the fixture's `name=`.
+  EXPECT_TRUE(conftest.pytestEntities[0].fixtureIdsKnown);
+  EXPECT_EQ(conftest.pytestEntities[0].fixtureIds,
+            (std::vector<std::string>{"1", "2"}));
+  EXPECT_EQ(conftest.pytestEntities[0].fixtureScope, 0);
+  EXPECT_EQ(conftest.pytestEntities[2].fixtureScope, 2);
+  EXPECT_FALSE(conftest.pytestEntities[0].fixtureAutouse);
+  EXPECT_EQ(conftest.entities[0].parameters,
+            std::vector<std::string>{"request"});
+  // An autouse= that is not a literal counts as autouse.
+  EXPECT_TRUE(conftest.pytestEntities[1].fixtureAutouse);
+  EXPECT_FALSE(conftest.pytestEntities[1].fixtureParams);
+  EXPECT_EQ(summaries[1].entities[0].parameters,
+            (std::vector<std::string>{"plain", "kw"}));
+  // Alone, a test file does not see the conftest.py.
+  for (const TestSummary &test : summaries[1].tests)
+    EXPECT_FALSE(test.parametrized) << test.nodeId;
+  for (FileSummary &summary : summaries) {
+    llvm::Expected<FileSummary> copy =
+        deserializeSummary(serializeSummary(summary));
+    ASSERT_TRUE(static_cast<bool>(copy));
+    summary = std::move(*copy);
+  }
+  linkPytestItems(files, [&](size_t i) { return &summaries[i]; });
+  const std::vector<TestSummary> &tests = summaries[1].tests;
+  ASSERT_EQ(tests.size(), 6u);
+  EXPECT_EQ(tests[0].nodeId, "tests/test_x.py::test_a");
+  EXPECT_FALSE(tests[0].parametrized);
+  // `dev` is positional-only in `uses`: not requested.
+  EXPECT_FALSE(tests[1].parametrized);
+  EXPECT_EQ(tests[2].nodeId, "tests/test_x.py::test_c[3]");
+  EXPECT_FALSE(tests[2].parametrized);
+  EXPECT_EQ(tests[3].nodeId, "tests/test_x.py::test_d[1]");
+  EXPECT_FALSE(tests[3].parametrized);
+  EXPECT_EQ(tests[4].nodeId, "tests/test_x.py::test_d[2]");
+  // A module-scoped fixture reorders items: one item stands for all.
+  EXPECT_EQ(tests[5].nodeId, "tests/test_x.py::test_e");
+  EXPECT_TRUE(tests[5].parametrized);
+  // A conftest.py below a test file's directory does not apply to it.
+  ASSERT_EQ(summaries[2].tests.size(), 1u);
+  EXPECT_FALSE(summaries[2].tests[0].parametrized);
+}

@@ -29,6 +29,16 @@ TEST(SummaryTest, RoundTripsAndRejectsDamage) {
   mark.name = "fastci";
   mark.floors.present = true;
   mark.floors.error = "expected a floor name";
+  mark.names = {"dev"};
+  facts.fixtureName = "dev";
+  facts.fixtureParams = true;
+  facts.fixtureAutouse = true;
+  facts.fixtureIdsKnown = true;
+  facts.fixtureIds = {"cpu", "cuda"};
+  facts.fixtureCaseTags = {{}, {"gpu"}};
+  facts.fixtureScope = 2;
+  mark.indirect = 2;
+  summary.entities[1].parameters = {"self", "dev"};
   std::string bytes = serializeSummary(summary);
   llvm::Expected<FileSummary> back = deserializeSummary(bytes);
   ASSERT_TRUE(static_cast<bool>(back)) << llvm::toString(back.takeError());
@@ -45,6 +55,20 @@ TEST(SummaryTest, RoundTripsAndRejectsDamage) {
   ASSERT_EQ(back->pytestEntities.size(), 1u);
   EXPECT_EQ(back->pytestEntities[0].marks[0].floors.error,
             "expected a floor name");
+  EXPECT_EQ(back->pytestEntities[0].marks[0].names,
+            std::vector<std::string>{"dev"});
+  EXPECT_EQ(back->pytestEntities[0].fixtureName, "dev");
+  EXPECT_TRUE(back->pytestEntities[0].fixtureParams);
+  EXPECT_TRUE(back->pytestEntities[0].fixtureAutouse);
+  EXPECT_TRUE(back->pytestEntities[0].fixtureIdsKnown);
+  EXPECT_EQ(back->pytestEntities[0].fixtureIds,
+            (std::vector<std::string>{"cpu", "cuda"}));
+  EXPECT_EQ(back->pytestEntities[0].fixtureCaseTags[1],
+            std::vector<std::string>{"gpu"});
+  EXPECT_EQ(back->pytestEntities[0].fixtureScope, 2);
+  EXPECT_EQ(back->pytestEntities[0].marks[0].indirect, 2);
+  EXPECT_EQ(back->entities[1].parameters,
+            (std::vector<std::string>{"self", "dev"}));
 
   // Every truncation is an error, never a crash.
   for (size_t length = 0; length < bytes.size(); ++length) {
