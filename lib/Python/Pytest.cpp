@@ -1623,6 +1623,23 @@ void ItemCollector::collectFunction(EntityRef function,
     std::vector<std::string> ids;
     std::vector<std::string> tags;
   };
+  // Repeats every case once per id of one parametrization (a mark's or a
+  // fixture's), appending the id and that case's tags: the cartesian
+  // product pytest builds.
+  auto multiply = [](std::vector<Case> &cases,
+                     llvm::ArrayRef<std::string> ids,
+                     llvm::ArrayRef<std::vector<std::string>> caseTags) {
+    std::vector<Case> product;
+    for (const Case &prefixCase : cases)
+      for (auto [caseIndex, id] : llvm::enumerate(ids)) {
+        Case &next = product.emplace_back(prefixCase);
+        next.ids.push_back(id);
+        if (caseIndex < caseTags.size())
+          for (const std::string &tag : caseTags[caseIndex])
+            addTag(next.tags, tag);
+      }
+    cases = std::move(product);
+  };
   std::vector<Case> cases(1);
   bool hasParametrize = false, undetermined = false, seenFastci = false;
   std::vector<std::string> ownTags, outerTags;
@@ -1639,16 +1656,7 @@ void ItemCollector::collectFunction(EntityRef function,
         undetermined = true;
         continue;
       }
-      std::vector<Case> product;
-      for (const Case &prefixCase : cases)
-        for (auto [caseIndex, id] : llvm::enumerate(mark->ids)) {
-          Case &next = product.emplace_back(prefixCase);
-          next.ids.push_back(id);
-          if (caseIndex < mark->caseTags.size())
-            for (const std::string &tag : mark->caseTags[caseIndex])
-              addTag(next.tags, tag);
-        }
-      cases = std::move(product);
+      multiply(cases, mark->ids, mark->caseTags);
       continue;
     }
     if (mark->name == "fastci" && !seenFastci) {
@@ -1669,18 +1677,8 @@ void ItemCollector::collectFunction(EntityRef function,
       undetermined |= !fixtures.exact;
     }
     std::vector<Case> fixtureCases(1);
-    for (const PytestEntitySummary *fixture : fixtures.applied) {
-      std::vector<Case> product;
-      for (const Case &prefixCase : fixtureCases)
-        for (auto [caseIndex, id] : llvm::enumerate(fixture->fixtureIds)) {
-          Case &next = product.emplace_back(prefixCase);
-          next.ids.push_back(id);
-          if (caseIndex < fixture->fixtureCaseTags.size())
-            for (const std::string &tag : fixture->fixtureCaseTags[caseIndex])
-              addTag(next.tags, tag);
-        }
-      fixtureCases = std::move(product);
-    }
+    for (const PytestEntitySummary *fixture : fixtures.applied)
+      multiply(fixtureCases, fixture->fixtureIds, fixture->fixtureCaseTags);
     if (!fixtures.applied.empty()) {
       std::vector<Case> combined;
       for (const Case &fixtureCase : fixtureCases)
