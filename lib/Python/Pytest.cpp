@@ -1626,8 +1626,7 @@ void ItemCollector::collectFunction(EntityRef function,
   // Repeats every case once per id of one parametrization (a mark's or a
   // fixture's), appending the id and that case's tags: the cartesian
   // product pytest builds.
-  auto multiply = [](std::vector<Case> &cases,
-                     llvm::ArrayRef<std::string> ids,
+  auto multiply = [](std::vector<Case> &cases, llvm::ArrayRef<std::string> ids,
                      llvm::ArrayRef<std::vector<std::string>> caseTags) {
     std::vector<Case> product;
     for (const Case &prefixCase : cases)
