@@ -383,7 +383,7 @@ void Merger::finish() {
         llvm::sort(samples, [](const StackSample &a, const StackSample &b) {
           return a.stack < b.stack;
         });
-        builders[i]->counts = {};
+        decltype(RecordBuilder::counts)().swap(builders[i]->counts);
         return samples;
       });
   size_t index = 0;
