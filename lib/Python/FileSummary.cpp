@@ -49,6 +49,11 @@ public:
     for (const std::string &value : values)
       str(value);
   }
+  void stringLists(const std::vector<std::vector<std::string>> &lists) {
+    u32(lists.size());
+    for (const std::vector<std::string> &values : lists)
+      strings(values);
+  }
 
 private:
   std::string &out;
@@ -83,6 +88,12 @@ public:
     for (std::string &value : values)
       value = str();
     return values;
+  }
+  std::vector<std::vector<std::string>> stringLists() {
+    std::vector<std::vector<std::string>> lists(count());
+    for (std::vector<std::string> &values : lists)
+      values = strings();
+    return lists;
   }
   /// A element count, bounded by the bytes left so that a corrupted count
   /// cannot ask for a huge allocation.
@@ -193,9 +204,7 @@ void writeMarks(Writer &w, const std::vector<MarkSummary> &marks) {
     w.str(mark.name);
     w.u8(mark.idsKnown);
     w.strings(mark.ids);
-    w.u32(mark.caseTags.size());
-    for (const std::vector<std::string> &tags : mark.caseTags)
-      w.strings(tags);
+    w.stringLists(mark.caseTags);
     w.strings(mark.scope);
     writeWorkload(w, mark.workload);
     writeFloors(w, mark.floors);
@@ -210,9 +219,7 @@ bool readMarks(Reader &r, std::vector<MarkSummary> &marks) {
     mark.name = r.str();
     mark.idsKnown = r.u8();
     mark.ids = r.strings();
-    mark.caseTags.resize(r.count());
-    for (std::vector<std::string> &tags : mark.caseTags)
-      tags = r.strings();
+    mark.caseTags = r.stringLists();
     mark.scope = r.strings();
     if (!readWorkload(r, mark.workload))
       return false;
@@ -281,9 +288,7 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.u8(facts.fixtureParams | facts.fixtureAutouse << 1 |
          facts.fixtureIdsKnown << 2);
     w.strings(facts.fixtureIds);
-    w.u32(facts.fixtureCaseTags.size());
-    for (const std::vector<std::string> &tags : facts.fixtureCaseTags)
-      w.strings(tags);
+    w.stringLists(facts.fixtureCaseTags);
     w.u8(facts.fixtureScope);
   }
   writeMarks(w, summary.moduleMarks);
@@ -361,9 +366,7 @@ fastci::python::deserializeSummary(StringRef buffer) {
     facts.fixtureAutouse = fixtureFlags & 2;
     facts.fixtureIdsKnown = fixtureFlags & 4;
     facts.fixtureIds = r.strings();
-    facts.fixtureCaseTags.resize(r.count());
-    for (std::vector<std::string> &tags : facts.fixtureCaseTags)
-      tags = r.strings();
+    facts.fixtureCaseTags = r.stringLists();
     facts.fixtureScope = r.u8();
   }
   if (!readMarks(r, summary.moduleMarks))

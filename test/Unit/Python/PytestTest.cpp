@@ -33,6 +33,17 @@ TEST(PytestTest, AsciiEscaping) {
 }
 
 /// The node ids pytest would print for \p source saved as tests/test_x.py.
+/// Replaces each summary by its copy read back from the cache format, as a
+/// later run would see it.
+static void roundTripThroughCache(std::vector<FileSummary> &summaries) {
+  for (FileSummary &summary : summaries) {
+    llvm::Expected<FileSummary> copy =
+        deserializeSummary(serializeSummary(summary));
+    ASSERT_TRUE(static_cast<bool>(copy));
+    summary = std::move(*copy);
+  }
+}
+
 static std::vector<std::string> nodeIds(llvm::StringRef source) {
   FileSummary summary =
       analyzePythonSource(source, "tests/test_x.py", "tests.test_x");
@@ -201,12 +212,7 @@ TEST(PytestTest, LinkAcrossModules) {
                           "    def test_own(self): pass\n",
                           files[2].path, files[2].moduleName)};
   // Summaries survive the cache with their pytest facts.
-  for (FileSummary &summary : summaries) {
-    llvm::Expected<FileSummary> copy =
-        deserializeSummary(serializeSummary(summary));
-    ASSERT_TRUE(static_cast<bool>(copy));
-    summary = std::move(*copy);
-  }
+  ASSERT_NO_FATAL_FAILURE(roundTripThroughCache(summaries));
   linkPytestItems(files, [&](size_t i) { return &summaries[i]; });
   const std::vector<TestSummary> &tests = summaries[2].tests;
   ASSERT_EQ(tests.size(), 3u);
@@ -262,12 +268,7 @@ TEST(PytestTest, AliasedBasesAcrossModules) {
                           "class TestY(B): pass\n",
                           files[1].path, files[1].moduleName)};
   // The aliases survive the cache.
-  for (FileSummary &summary : summaries) {
-    llvm::Expected<FileSummary> copy =
-        deserializeSummary(serializeSummary(summary));
-    ASSERT_TRUE(static_cast<bool>(copy));
-    summary = std::move(*copy);
-  }
+  ASSERT_NO_FATAL_FAILURE(roundTripThroughCache(summaries));
   EXPECT_EQ(summaries[1].edges[0].alias, "tc");
   EXPECT_EQ(summaries[1].edges[1].alias, "B");
   linkPytestItems(files, [&](size_t i) { return &summaries[i]; });
@@ -328,12 +329,7 @@ TEST(PytestTest, FixtureParams) {
   // Alone, a test file does not see the conftest.py.
   for (const TestSummary &test : summaries[1].tests)
     EXPECT_FALSE(test.parametrized) << test.nodeId;
-  for (FileSummary &summary : summaries) {
-    llvm::Expected<FileSummary> copy =
-        deserializeSummary(serializeSummary(summary));
-    ASSERT_TRUE(static_cast<bool>(copy));
-    summary = std::move(*copy);
-  }
+  ASSERT_NO_FATAL_FAILURE(roundTripThroughCache(summaries));
   linkPytestItems(files, [&](size_t i) { return &summaries[i]; });
   const std::vector<TestSummary> &tests = summaries[1].tests;
   ASSERT_EQ(tests.size(), 6u);
