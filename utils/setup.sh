@@ -11,6 +11,7 @@ REQUIRED_PACKAGES=(
   llvm-19-dev llvm-19-tools libzstd-dev libtree-sitter-dev libtbb-dev
   libgtest-dev libpugixml-dev
   python3 python3-pytest python3-numpy python3-torch python3-yaml
+  python3-pip python3-venv python3-setuptools python3-wheel python3-dev
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }

@@ -1,8 +1,10 @@
 """pytest plugin: attribute samples from setup, call and teardown to each item's node id.
 
-Enable with `-p fastci.trace.pytest_plugin` plus `--fastci-trace-out DIR`
-(or FASTCI_TRACE_OUT in the environment); without an output directory the
-plugin does nothing. For the duration of each item (pytest_runtest_protocol
+Installed with the `fastci` package, pytest loads it through its `pytest11`
+entry point; from a source tree, `-p fastci.trace.pytest_plugin`. It records
+only when asked: `--fastci-collect DIR` (alias `--fastci-trace-out`) or
+FASTCI_TRACE_OUT in the environment; without an output directory the plugin
+does nothing. For the duration of each item (pytest_runtest_protocol
 wraps setup, call and teardown) samples go to `item.nodeid` and
 FASTCI_TRACE_TEST_ID is set in os.environ, so every child process started
 by the item (subprocess, multiprocessing, torch.multiprocessing) inherits
@@ -20,7 +22,8 @@ from . import process
 
 def pytest_addoption(parser):
     group = parser.getgroup("fastci_trace", "FastCI runtime evidence sampling")
-    group.addoption("--fastci-trace-out", metavar="DIR", default=None,
+    group.addoption("--fastci-collect", "--fastci-trace-out", metavar="DIR",
+                    dest="fastci_trace_out", default=None,
                     help="write per-test stack samples under DIR (env %s)" % _config.ENV_OUT)
     group.addoption("--fastci-trace-rate", metavar="HZ", default=None,
                     help="sampling rate (env %s, default %g)"
