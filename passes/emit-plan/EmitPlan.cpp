@@ -6,6 +6,7 @@
 // module. docs/Plan.md documents the formats and the JSON schema.
 //
 //===----------------------------------------------------------------------===//
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/IR/Module.h"
 #include "fastci/Pass/Pass.h"
 #include "fastci/Pass/PassRegistry.h"
@@ -44,8 +45,8 @@ struct EmitPlanPass : PassWrapper<EmitPlanPass> {
       llvm::cl::init("-")};
   Option<std::string> python{
       *this, "python",
-      llvm::cl::desc("What {python} expands to (a name, to stay portable)"),
-      llvm::cl::init("python3")};
+      llvm::cl::desc("What {python} expands to (default: the interpreter "
+                     "that recorded the evidence, else python3)")};
   Option<bool> observe{
       *this, "observe",
       llvm::cl::desc("Observation mode: run skipped and pruned tests too, "
@@ -67,7 +68,7 @@ struct EmitPlanPass : PassWrapper<EmitPlanPass> {
       return failure();
     }
     planFormat = *parsed;
-    if (python.getValue().empty()) {
+    if (python.hasValue() && python.getValue().empty()) {
       diag.error(python.getLoc().isValid() ? python.getLoc() : getLoc(),
                  "'python' must name an interpreter");
       return failure();
@@ -78,7 +79,7 @@ struct EmitPlanPass : PassWrapper<EmitPlanPass> {
   void runOnModule() override {
     markAllAnalysesPreserved();
     PlanOptions options;
-    options.python = python.getValue();
+    options.python = getInterpreter();
     options.observe = observe;
     std::optional<Plan> plan =
         buildPlan(getModule(), options, getDiagnostics());
@@ -91,6 +92,18 @@ struct EmitPlanPass : PassWrapper<EmitPlanPass> {
       warnAboutLostEnvironment(*plan);
     if (failed(write(*plan)))
       signalPassFailure();
+  }
+
+  /// python=, else the interpreter merge-evidence found in the evidence (the
+  /// one whose packages ran the tests), else `python3`.
+  std::string getInterpreter() {
+    if (!python.getValue().empty())
+      return python.getValue();
+    Attribute recorded =
+        getModule().getAttrs().get(evidence::attr::kEvidencePython);
+    if (recorded.isString() && !recorded.getString().empty())
+      return recorded.getString().str();
+    return "python3";
   }
 
   /// A pytest argument list has no place for per-test variables (workload

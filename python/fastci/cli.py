@@ -10,7 +10,8 @@ would have missed. docs/CI-Integration.md describes the subcommands, their
 exit codes and how they fit GitHub Actions and GitLab pipelines.
 
 Exit codes: 0 success; 1 tests failed (`run`) or the plan would have missed
-a failure (`audit`) or a tool it ran failed; 2 bad usage or bad input.
+a failure (`audit`) or a tool it ran failed; 2 bad usage or bad input; 3 the
+plan names tests pytest cannot collect (`run`, when no test failed).
 """
 
 import argparse
@@ -21,12 +22,15 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
+from typing import Optional
 
 PLAN_SCHEMA = "fastci-plan/1"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_PLAN = 3
 
 
 class DriverError(Exception):
@@ -68,7 +72,7 @@ def find_fastci_opt(explicit):
 # plan
 # ---------------------------------------------------------------------------
 
-def pipeline_value(value):
+def pipeline_value(value: object) -> str:
     """A pass option value, quoted when the pipeline parser needs it."""
     text = str(value)
     if text and not any(c in text for c in ',{}"\'= \t\n\\'):
@@ -76,71 +80,153 @@ def pipeline_value(value):
     return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def pass_spec(name, **options):
+def pass_spec(name: str, **options: object) -> str:
+    """`name{key=value,...}`; list values become braced lists."""
     if not options:
         return name
-    body = ",".join("%s=%s" % (key.replace("_", "-"), pipeline_value(value))
-                    for key, value in options.items())
-    return "%s{%s}" % (name, body)
+    body = []
+    for key, value in options.items():
+        if isinstance(value, (list, tuple)):
+            value_text = "{%s}" % ",".join(pipeline_value(v) for v in value)
+        else:
+            value_text = pipeline_value(value)
+        body.append("%s=%s" % (key.replace("_", "-"), value_text))
+    return "%s{%s}" % (name, ",".join(body))
 
 
-def build_pipeline(args):
-    """The passes of `fastci plan`, leaving out those whose input is absent.
+def build_pipeline(args: argparse.Namespace, plan_out: str) -> str:
+    """`fastci-default` (passes/pipelines, the one definition of the standard
+    pipeline) with the options of `fastci plan`; stages whose input is absent
+    are left out by the pipeline itself.
 
     Absent evidence or history is not an error: select-affected then keeps
     every test, each with its fail-safe rule as the reason.
     """
     repo = os.path.abspath(args.repo)
-    passes = [pass_spec("parse-python", root=repo)]
+    options = {"root": repo, "base": args.base, "head": args.head}
+    manifests = []
     for manifest in args.manifest:
         if not os.path.isfile(manifest):
             raise DriverError("manifest '%s' does not exist" % manifest)
-        passes.append(pass_spec("load-manifest", file=os.path.abspath(manifest)))
+        manifests.append(os.path.abspath(manifest))
+    if manifests:
+        options["manifest"] = manifests
     if args.history:
         if os.path.isdir(args.history):
-            passes.append(pass_spec("load-history",
-                                    junit=os.path.abspath(args.history)))
+            options["junit"] = [os.path.abspath(args.history)]
         else:
             note("warning: history directory '%s' does not exist; planning "
                  "without history" % args.history)
     if args.evidence:
         if os.path.isdir(args.evidence):
-            passes.append(pass_spec("merge-evidence",
-                                    dir=os.path.abspath(args.evidence)))
+            options["evidence"] = os.path.abspath(args.evidence)
         else:
             note("warning: evidence directory '%s' does not exist; every test "
                  "is selected as missing evidence" % args.evidence)
-    passes.append(pass_spec("mark-changed", repo=repo, base=args.base,
-                            head=args.head))
-    passes += ["select-affected", "prune-context-equiv", "lower-workload",
-               "score-risk"]
-    schedule = {"runners": args.runners}
+    if args.change_policy:
+        if not os.path.isfile(args.change_policy):
+            raise DriverError("change policy '%s' does not exist"
+                              % args.change_policy)
+        options["change_policy"] = os.path.abspath(args.change_policy)
+    options["runners"] = args.runners
     if args.gpus_per_runner is not None:
-        schedule["gpus_per_runner"] = args.gpus_per_runner
+        options["gpus_per_runner"] = args.gpus_per_runner
     if args.policy is not None:
-        schedule["policy"] = args.policy
-    passes.append(pass_spec("schedule", **schedule))
-    emit = {"format": args.format, "out": os.path.abspath(args.output),
-            "python": args.python}
+        options["schedule_policy"] = args.policy
+    options["plan_out"] = plan_out
+    options["plan_format"] = args.format
+    if args.python is not None:
+        options["python"] = args.python
     if args.observe:
-        emit["observe"] = "true"
-    passes.append(pass_spec("emit-plan", **emit))
-    return ",".join(passes)
+        options["observe"] = "true"
+    return pass_spec("fastci-default", **options)
 
 
-def cmd_plan(args):
+def cmd_plan(args: argparse.Namespace) -> int:
     fastci_opt = find_fastci_opt(args.fastci_opt)
-    command = [fastci_opt, "--pass-pipeline=" + build_pipeline(args),
-               "-o", args.ir_out or os.devnull]
-    note("running: " + shlex.join(command))
-    if args.dry_run:
+    with tempfile.TemporaryDirectory(prefix="fastci-plan-") as scratch:
+        # --explain reads the annotated module back, as JSON; --ir-out keeps
+        # it in the format its name asks for.
+        module_json = os.path.join(scratch, "module.json") if args.explain else None
+        command = [fastci_opt, "--pass-pipeline=" + build_pipeline(
+            args, os.path.abspath(args.output)),
+            "-o", module_json or args.ir_out or os.devnull]
+        if module_json:
+            command.append("--emit=json")
+        note("running: " + shlex.join(command))
+        if args.dry_run:
+            return 0
+        status = subprocess.call(command)
+        if status != 0:
+            note("fastci-opt failed (exit %d)" % status)
+            return EXIT_FAILED
+        note("wrote %s" % args.output)
+        if not module_json:
+            return 0
+        if args.ir_out and subprocess.call(
+                [fastci_opt, module_json, "-o", args.ir_out]) != 0:
+            note("could not write %s" % args.ir_out)
+            return EXIT_FAILED
+        module = read_module_json(module_json)
+        for name in args.explain:
+            print(explain_test(module, name))
         return 0
-    status = subprocess.call(command)
-    if status != 0:
-        note("fastci-opt failed (exit %d)" % status)
-        return EXIT_FAILED
-    note("wrote %s" % args.output)
-    return 0
+
+
+# ---------------------------------------------------------------------------
+# plan --explain
+# ---------------------------------------------------------------------------
+
+def read_module_json(path: str) -> dict:
+    """The module fastci-opt wrote with --emit=json."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise DriverError("cannot read the module '%s': %s" % (path, e))
+
+
+def attribute_text(value: object) -> str:
+    """An attribute value of the module's JSON form, as a user reads it."""
+    if isinstance(value, dict):
+        if set(value) == {"$symbol"}:
+            return value["$symbol"]
+        if set(value) == {"$float"}:
+            return value["$float"]
+        return ", ".join("%s -> %s" % (k, attribute_text(v))
+                         for k, v in sorted(value.items()))
+    if isinstance(value, list):
+        return ", ".join(attribute_text(v) for v in value)
+    return str(value)
+
+
+def explain_test(module: dict, name: str) -> str:
+    """Why the module's test `name` runs, was pruned or was not selected,
+    from the attributes select-affected and prune-context-equiv left."""
+    tests = {t.get("name"): t for t in module.get("tests", [])}
+    test = tests.get(name)
+    if test is None:
+        close = sorted(n for n in tests if name in n or n in name)[:3]
+        hint = " (did you mean %s?)" % ", ".join(close) if close else ""
+        raise DriverError("--explain: no test '%s' in the module%s" % (name, hint))
+    attrs = test.get("attributes", {})
+    rule = attrs.get("rule", "?")
+    reason = attrs.get("reason", "no reason recorded")
+    lines = []
+    if attrs.get("pruned") is True:
+        lines.append("%s: pruned (selected by rule %s: %s)" % (name, rule, reason))
+        lines.append("  covered by: %s" % attribute_text(attrs.get("pruned_by", [])))
+        for entity, kept in sorted(attrs.get("witnesses", {}).items()):
+            lines.append("  witness: %s is run by %s" % (entity, attribute_text(kept)))
+    elif attrs.get("selected") is True:
+        lines.append("%s: selected (rule %s): %s" % (name, rule, reason))
+    elif attrs.get("selected") is False:
+        lines.append("%s: not selected (rule %s): %s" % (name, rule, reason))
+    else:
+        lines.append("%s: selection did not run" % name)
+    if "evidence" in attrs:
+        lines.append("  evidence: %s" % attrs["evidence"])
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------
@@ -243,7 +329,48 @@ def write_junit(path, results, plan_name):
 # run
 # ---------------------------------------------------------------------------
 
-def cmd_run(args):
+# pytest's exit statuses for "nothing to run": 4 is a usage error (an id or
+# file that does not exist: "ERROR: not found: ..."), 5 collected no test.
+PYTEST_NOT_COLLECTED = {4: "usage error", 5: "no tests collected"}
+# Output lines pytest prints when it cannot collect what it was asked for.
+PYTEST_NOT_COLLECTED_MARKERS = ("not found", "no tests ran", "no match",
+                                "file or directory not found")
+
+
+def run_test_command(argv: list, env: dict, cwd: str) -> tuple:
+    """Runs one test's command, echoing its output as it comes; returns
+    (status, message, tail), `tail` being its last output lines."""
+    tail = []
+    try:
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+    except OSError as e:
+        message = "cannot run %s: %s" % (argv[0], e.strerror)
+        note(message)
+        return 127, message, tail
+    for raw in proc.stdout:
+        sys.stdout.buffer.write(raw)
+        sys.stdout.flush()
+        tail.append(raw.decode("utf-8", "replace").rstrip("\n"))
+        del tail[:-40]
+    status = proc.wait()
+    return status, "exit status %d" % status, tail
+
+
+def not_collected_reason(argv: list, status: int, tail: list) -> Optional[str]:
+    """Why pytest ran none of the test `argv` names, or None when it ran
+    (passed or failed): the plan named an id pytest cannot collect."""
+    if pytest_arguments_start(argv) is None or status not in PYTEST_NOT_COLLECTED:
+        return None
+    evidence = [line.strip() for line in tail
+                if any(m in line.lower() for m in PYTEST_NOT_COLLECTED_MARKERS)]
+    # pytest's own `ERROR: not found: ...` says more than its summary line.
+    evidence.sort(key=lambda line: not line.startswith("ERROR"))
+    why = "pytest exit %d, %s" % (status, PYTEST_NOT_COLLECTED[status])
+    return why + (": " + evidence[0] if evidence else "")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     tests = plan["tests"]
     if args.runner is not None:
@@ -261,6 +388,7 @@ def cmd_run(args):
                              if os.environ.get("PYTHONPATH") else []))}
     predicted = sum(float(t.get("seconds") or 0) for t in tests)
     results = []
+    not_collected = []
     started = time.monotonic()
     failed = 0
     for index, test in enumerate(tests, 1):
@@ -274,16 +402,18 @@ def cmd_run(args):
             env.update(trace_env)
             argv = traced_command(argv, os.path.abspath(args.trace), test["name"])
         begin = time.monotonic()
-        try:
-            status = subprocess.call(argv, env=env, cwd=args.cwd)
-            message = "exit status %d" % status
-        except OSError as e:
-            status, message = 127, "cannot run %s: %s" % (test["argv"][0],
-                                                          e.strerror)
-            note(message)
+        status, message, tail = run_test_command(argv, env, args.cwd)
         seconds = time.monotonic() - begin
         if status == 0:
             results.append((test["name"], "pass", seconds, ""))
+            continue
+        reason = not_collected_reason(test["argv"], status, tail)
+        if reason is not None:
+            # Not the test's failure: the plan asked for something pytest
+            # does not have. Reported once, below, as a plan error.
+            not_collected.append((test["name"], reason))
+            results.append((test["name"], "skip", seconds,
+                            "not collected: " + reason))
             continue
         failed += 1
         results.append((test["name"], "fail", seconds, message))
@@ -299,7 +429,16 @@ def cmd_run(args):
           % (sum(r[1] == "pass" for r in results), failed,
              sum(r[1] == "skip" for r in results),
              time.monotonic() - started, predicted), flush=True)
-    return EXIT_FAILED if failed else 0
+    if not_collected:
+        sys.stderr.write(
+            "fastci: error: plan error: %d planned tests cannot be collected "
+            "by pytest (the plan is wrong, not the tests):\n%s" % (
+                len(not_collected),
+                "".join("  %s (%s)\n" % item for item in not_collected)))
+        sys.stderr.flush()
+    if failed:
+        return EXIT_FAILED
+    return EXIT_PLAN if not_collected else 0
 
 
 # ---------------------------------------------------------------------------
@@ -451,7 +590,9 @@ def make_parser():
                "  1  tests failed (run), the plan would have missed a failure "
                "(audit),\n     or a tool failed\n"
                "  2  bad usage or bad input (missing or malformed plan, "
-               "unknown test)")
+               "unknown test)\n"
+               "  3  plan error: planned tests pytest cannot collect (run, "
+               "when no test failed)")
     sub = parser.add_subparsers(dest="subcommand", required=True)
 
     plan = sub.add_parser(
@@ -477,8 +618,15 @@ def make_parser():
     plan.add_argument("--policy",
                       help="schedule policy (default: the schedule pass's; "
                            "see docs/Scheduling.md)")
-    plan.add_argument("--python", default="python3",
-                      help="interpreter the plan's commands use")
+    plan.add_argument("--python",
+                      help="interpreter the plan's commands use (default: the "
+                           "one that recorded the evidence, else python3)")
+    plan.add_argument("--change-policy", metavar="FILE",
+                      help="change policy YAML (docs/Changes.md) instead of "
+                           "the built-in one")
+    plan.add_argument("--explain", metavar="TEST", action="append", default=[],
+                      help="print why TEST was selected, pruned (with its "
+                           "witnesses) or not selected (repeatable)")
     plan.add_argument("--observe", action="store_true",
                       help="observation mode: run everything, audit later")
     plan.add_argument("--ir-out", help="also keep the annotated module here")

@@ -41,6 +41,10 @@ inline constexpr llvm::StringLiteral kExternalSamples = "external_samples";
 inline constexpr llvm::StringLiteral kWallSeconds = "wall_seconds";
 /// Bool, on records: false when a process ended without its footer.
 inline constexpr llvm::StringLiteral kComplete = "complete";
+/// String, on the module: the interpreter (sys.executable) that recorded the
+/// evidence, the most common one. Read by emit-plan as the plan's default
+/// interpreter.
+inline constexpr llvm::StringLiteral kEvidencePython = "evidence_python";
 
 } // namespace fastci::evidence::attr
 

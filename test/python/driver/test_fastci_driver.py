@@ -115,6 +115,7 @@ def environment(**extra):
 def junit_results(path):
     root = ElementTree.parse(str(path)).getroot()
     return {case.get("name"): ("fail" if case.find("failure") is not None
+                               else "skip" if case.find("skipped") is not None
                                else "pass")
             for case in root.iter("testcase")}
 
@@ -146,7 +147,8 @@ def test_collect_change_plan_run_audit(repo, tmp_path):
     planned = fastci("plan", "--repo", repo, "--base", "HEAD~1", "--evidence",
                      evidence, "-o", plan_file, "--python", PYTHON, cwd=repo,
                      env=environment())
-    assert "--pass-pipeline=parse-python" in planned.stderr
+    # The driver expands the one standard pipeline, fastci-default.
+    assert "--pass-pipeline=fastci-default{root=" in planned.stderr
     plan = json.loads(plan_file.read_text())
     assert plan["schema"] == "fastci-plan/1"
     assert [t["name"] for t in plan["tests"]] == ["tests/test_beta.py::test_beta"]
@@ -235,3 +237,110 @@ def test_audit_rejects_unknown_tests(tmp_path):
     assert "1 tests are not in the plan, e.g. 'ghost'" in proc.stderr
     fastci("audit", "--plan", plan_file, "--junit", results, "--allow-unknown",
            cwd=tmp_path)
+
+
+def plan_json(tmp_path, tests):
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps({"schema": "fastci-plan/1", "tests": tests,
+                                     "skipped": [], "pruned": []}))
+    return plan_file
+
+
+def pytest_item(name):
+    return {"name": name, "argv": [PYTHON, "-m", "pytest", "-q", "-p",
+                                   "no:cacheprovider", name]}
+
+
+def test_run_reports_uncollectable_ids_as_a_plan_error(repo, tmp_path):
+    plan_file = plan_json(tmp_path, [
+        pytest_item("tests/test_alpha.py::test_alpha"),
+        pytest_item("tests/test_alpha.py::test_gone"),
+        pytest_item("tests/test_missing.py::test_x")])
+    results = tmp_path / "results.xml"
+    ran = fastci("run", plan_file, "--junit", results, "--cwd", repo, cwd=repo,
+                 env=environment(), expect=3)
+    assert "1 passed, 0 failed, 2 not run" in ran.stdout
+    assert "FAILED" not in ran.stdout
+    # One error naming both ids and what pytest said, not two red tests.
+    assert ran.stderr.count("fastci: error: plan error:") == 1
+    assert "2 planned tests cannot be collected" in ran.stderr
+    assert "tests/test_alpha.py::test_gone (pytest exit 4, usage error: " \
+        "ERROR: not found:" in ran.stderr
+    assert "tests/test_missing.py::test_x (pytest exit 4" in ran.stderr
+    assert junit_results(results) == {
+        "tests/test_alpha.py::test_alpha": "pass",
+        "tests/test_alpha.py::test_gone": "skip",
+        "tests/test_missing.py::test_x": "skip"}
+
+
+def test_run_failure_wins_over_plan_error(repo, tmp_path):
+    empty = repo / "tests" / "test_empty.py"
+    empty.write_text("")
+    plan_file = plan_json(tmp_path, [pytest_item("tests/test_empty.py"),
+                                     {"name": "job", "argv": ["false"]}])
+    ran = fastci("run", plan_file, "--cwd", repo, cwd=repo, env=environment(),
+                 expect=1)
+    assert "FAILED job" in ran.stdout
+    assert "tests/test_empty.py (pytest exit 5, no tests collected" in ran.stderr
+
+
+def test_plan_explain_change_policy_and_python(repo, tmp_path):
+    evidence = tmp_path / "evidence"
+    fastci("collect", "--out", evidence, "--nights", 1, "--", PYTHON, "-m",
+           "pytest", "-q", "-p", "no:cacheprovider", "tests", cwd=repo,
+           env=environment())
+    write(repo / "pkg" / "beta.py", """
+        from pkg.spin import spin
+
+
+        def beta():
+            spin(0.3)
+            return 3
+    """)
+    write(repo / "notes.unknown", "a file no policy rule matches\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+        "-m", "change beta, add notes")
+    plan_file = tmp_path / "plan.json"
+    planned = fastci("plan", "--repo", repo, "--base", "HEAD~1", "--evidence",
+                     evidence, "-o", plan_file, "--explain",
+                     "tests/test_beta.py::test_beta", "--explain",
+                     "tests/test_alpha.py::test_alpha", cwd=repo,
+                     env=environment())
+    # The built-in policy selects everything for a path no rule matches.
+    assert "tests/test_alpha.py::test_alpha: selected (rule policy-all)" \
+        in planned.stdout
+    # A policy that ignores it: only beta runs, and alpha says why not.
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(textwrap.dedent("""
+        rules:
+          - match: ["*.py"]
+            category: python
+            action: python
+          - match: ["*.unknown"]
+            category: notes
+            action: ignore
+    """))
+    planned = fastci("plan", "--repo", repo, "--base", "HEAD~1", "--evidence",
+                     evidence, "-o", plan_file, "--change-policy", policy,
+                     "--python", "/opt/other/python", "--explain",
+                     "tests/test_beta.py::test_beta", "--explain",
+                     "tests/test_alpha.py::test_alpha", cwd=repo,
+                     env=environment())
+    assert "change-policy=%s" % policy in planned.stderr
+    lines = planned.stdout.splitlines()
+    assert lines[0].startswith("tests/test_beta.py::test_beta: selected (rule ")
+    assert any(line.startswith("tests/test_alpha.py::test_alpha: not selected "
+                               "(rule unaffected): ") for line in lines)
+    plan = json.loads(plan_file.read_text())
+    assert [t["name"] for t in plan["tests"]] == ["tests/test_beta.py::test_beta"]
+    assert plan["tests"][0]["argv"][0] == "/opt/other/python"
+
+    missing = fastci("plan", "--repo", repo, "--base", "HEAD~1", "-o", plan_file,
+                     "--explain", "test_alpha", cwd=repo, env=environment(),
+                     expect=2)
+    assert "no test 'test_alpha' in the module (did you mean " \
+        "tests/test_alpha.py::test_alpha?)" in missing.stderr
+    bad = fastci("plan", "--repo", repo, "--base", "HEAD~1", "-o", plan_file,
+                 "--change-policy", tmp_path / "nope.yaml", cwd=repo, expect=2)
+    assert "change policy" in bad.stderr and "does not exist" in bad.stderr
