@@ -23,6 +23,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%fastci_src_root", config.fastci_src_root))
+config.substitutions.append(("%fastci_obj_root", config.fastci_obj_root))
 config.substitutions.append(("%fastci_lib_dir", config.fastci_lib_dir))
 config.substitutions.append(("%shared_data", config.shared_data_dir))
 config.substitutions.append(("%pluginext", ".so"))
