@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/IR/Verifier.h"
+#include "fastci/IR/AttrSchema.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>
@@ -57,14 +58,12 @@ private:
   void verifyTest(const Test &test);
   void verifyEvidence(const EvidenceRecord &record);
   void verifyChange(const Change &change);
-  /// Checks symbol references anywhere in \p attrs.
-  void verifyAttrs(const AttrDict &attrs, llvm::SMLoc loc,
+  /// Checks symbol references anywhere in \p attrs, and the value kinds of
+  /// the attributes declared for \p host (AttrSchema.h).
+  void verifyAttrs(const AttrDict &attrs, AttrHost host, llvm::SMLoc loc,
                    const llvm::Twine &subject);
   void verifySymbolRefs(const Attribute &attr, llvm::StringRef key,
                         llvm::SMLoc loc, const llvm::Twine &subject);
-  /// Checks that the reserved attribute \p key, if present, is a bool.
-  void verifyBoolAttr(const AttrDict &attrs, llvm::StringRef key,
-                      llvm::SMLoc loc, const llvm::Twine &subject);
   /// Checks that \p value is a finite, non-negative number.
   void verifyQuantity(double value, llvm::StringRef what, llvm::SMLoc loc,
                       const llvm::Twine &subject);
@@ -119,18 +118,17 @@ void Verifier::verifySymbolRefs(const Attribute &attr, llvm::StringRef key,
   }
 }
 
-void Verifier::verifyAttrs(const AttrDict &attrs, llvm::SMLoc loc,
-                           const llvm::Twine &subject) {
-  for (const NamedAttribute &attr : attrs)
+void Verifier::verifyAttrs(const AttrDict &attrs, AttrHost host,
+                           llvm::SMLoc loc, const llvm::Twine &subject) {
+  for (const NamedAttribute &attr : attrs) {
     verifySymbolRefs(attr.second, attr.first, loc, subject);
-}
-
-void Verifier::verifyBoolAttr(const AttrDict &attrs, llvm::StringRef key,
-                              llvm::SMLoc loc, const llvm::Twine &subject) {
-  const Attribute *attr = attrs.lookup(key);
-  if (attr && !attr->isBool())
-    emitError(loc, subject,
-              "attribute '" + key + "' must be a bool, not " + attr->str());
+    std::optional<AttrDecl> decl = lookupAttrDecl(host, attr.first);
+    if (decl && !isOfKind(attr.second, decl->kind))
+      emitError(loc, subject,
+                "attribute '" + attr.first + "' must be a " +
+                    stringifyAttrValueKind(decl->kind) + " (written by " +
+                    decl->writer + "), not " + attr.second.str());
+  }
 }
 
 void Verifier::verifyQuantity(double value, llvm::StringRef what,
@@ -204,7 +202,7 @@ void Verifier::verifyEntity(const Entity &entity) {
                 "inverted range " + formatRange(entity.range));
   }
   if (!entity.attrs.empty())
-    verifyAttrs(entity.attrs, entity.loc, subject());
+    verifyAttrs(entity.attrs, AttrHost::Entity, entity.loc, subject());
 }
 
 void Verifier::verifyParentCycles() {
@@ -269,9 +267,10 @@ void Verifier::verifyTest(const Test &test) {
   verifyQuantity(test.cost.gpuSeconds, "cost 'gpu_seconds'", test.loc, subject);
   for (const Outcome &outcome : test.history)
     verifyQuantity(outcome.duration, "outcome duration", test.loc, subject);
-  verifyBoolAttr(test.attrs, "selected", test.loc, subject);
-  verifyAttrs(test.workload, test.loc, subject);
-  verifyAttrs(test.attrs, test.loc, subject);
+  // The workload is the test's own (manifest) data: no declared names.
+  for (const NamedAttribute &attr : test.workload)
+    verifySymbolRefs(attr.second, attr.first, test.loc, subject);
+  verifyAttrs(test.attrs, AttrHost::Test, test.loc, subject);
 }
 
 void Verifier::verifyEvidence(const EvidenceRecord &record) {
@@ -290,8 +289,7 @@ void Verifier::verifyEvidence(const EvidenceRecord &record) {
     if (sample.count == 0)
       emitError(record.loc, subject, "sample count must be positive");
   }
-  verifyBoolAttr(record.attrs, "stale", record.loc, subject);
-  verifyAttrs(record.attrs, record.loc, subject);
+  verifyAttrs(record.attrs, AttrHost::Evidence, record.loc, subject);
 }
 
 void Verifier::verifyChange(const Change &change) {
@@ -310,11 +308,11 @@ void Verifier::verifyChange(const Change &change) {
     else if (range.first > range.last)
       emitError(change.loc, subject, "inverted line range " + text);
   }
-  verifyAttrs(change.attrs, change.loc, subject);
+  verifyAttrs(change.attrs, AttrHost::Change, change.loc, subject);
 }
 
 LogicalResult Verifier::verify() {
-  verifyAttrs(module.getAttrs(), llvm::SMLoc(), "module");
+  verifyAttrs(module.getAttrs(), AttrHost::Module, llvm::SMLoc(), "module");
   for (const Entity &entity : module.getEntities())
     verifyEntity(entity);
   verifyParentCycles();
@@ -335,7 +333,8 @@ LogicalResult Verifier::verify() {
   for (const ChangedFile &file : module.getChangedFiles()) {
     if (file.path.empty())
       emitError(file.loc, "changed file", "empty path");
-    verifyAttrs(file.attrs, file.loc, "changed file " + quoted(file.path));
+    verifyAttrs(file.attrs, AttrHost::ChangedFile, file.loc,
+                "changed file " + quoted(file.path));
   }
   return failure(hadError);
 }

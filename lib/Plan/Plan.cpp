@@ -10,7 +10,10 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Plan/Plan.h"
 #include "fastci/IR/Module.h"
+#include "fastci/Schedule/ScheduleAttrs.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Support/Diagnostics.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -19,8 +22,8 @@
 using namespace fastci;
 
 bool fastci::isPlanned(const Test &test) {
-  Attribute selected = test.attrs.get("selected");
-  Attribute pruned = test.attrs.get("pruned");
+  Attribute selected = test.attrs.get(select::attr::kSelected);
+  Attribute pruned = test.attrs.get(select::attr::kPruned);
   return !(selected.isBool() && !selected.getBool()) &&
          !(pruned.isBool() && pruned.getBool());
 }
@@ -158,20 +161,23 @@ public:
     planned.seconds = test.cost.seconds;
     planned.originalSeconds = originalSeconds(test);
     planned.gpus = test.cost.gpus;
-    if (std::optional<int64_t> runner = test.attrs.get("runner").asInt())
+    if (std::optional<int64_t> runner =
+            test.attrs.get(schedule::attr::kRunner).asInt())
       planned.runner = runner;
-    if (std::optional<double> start = test.attrs.get("start").asNumber())
+    if (std::optional<double> start =
+            test.attrs.get(schedule::attr::kStart).asNumber())
       planned.start = start;
-    if (std::optional<double> risk = test.attrs.get("risk").asNumber())
+    if (std::optional<double> risk =
+            test.attrs.get(schedule::attr::kRisk).asNumber())
       planned.risk = risk;
-    planned.rule = stringAttr(test, "rule");
-    planned.reason = stringAttr(test, "reason");
-    readEnvironment(test.attrs.get("env"), planned.env);
-    readEnvironment(test.attrs.get("override_env"), planned.env);
-    for (const auto &[flag, value] : dictAttr(test, "overrides"))
+    planned.rule = stringAttr(test, select::attr::kRule);
+    planned.reason = stringAttr(test, select::attr::kReason);
+    readEnvironment(test.attrs.get(workload::attr::kEnv), planned.env);
+    readEnvironment(test.attrs.get(workload::attr::kOverrideEnv), planned.env);
+    for (const auto &[flag, value] : dictAttr(test, workload::attr::kOverrides))
       planned.overrides[flag] = scalarText(value);
 
-    Attribute command = test.attrs.get("command");
+    Attribute command = test.attrs.get(workload::attr::kCommand);
     if (!command) {
       planned.kind = TestKind::Pytest;
       planned.argv = {options.python, "-m", "pytest", planned.name};
@@ -183,7 +189,7 @@ public:
                                "' has a non-string 'command' attribute");
       return std::nullopt;
     }
-    Attribute nproc = test.attrs.get("nproc");
+    Attribute nproc = test.attrs.get(workload::attr::kNproc);
     std::string nprocText = nproc ? scalarText(nproc) : "1";
     if (std::optional<std::string> error =
             renderCommand(command.getString(), options.python, nprocText,
@@ -198,17 +204,17 @@ public:
   DroppedTest readDropped(const Test &test) {
     DroppedTest dropped;
     dropped.name = test.name.str();
-    Attribute pruned = test.attrs.get("pruned");
+    Attribute pruned = test.attrs.get(select::attr::kPruned);
     dropped.pruned = pruned.isBool() && pruned.getBool();
-    dropped.rule = stringAttr(test, "rule");
-    dropped.reason = stringAttr(test, "reason");
+    dropped.rule = stringAttr(test, select::attr::kRule);
+    dropped.reason = stringAttr(test, select::attr::kReason);
     dropped.seconds = test.cost.seconds;
     dropped.gpus = test.cost.gpus;
-    Attribute prunedBy = test.attrs.get("pruned_by");
+    Attribute prunedBy = test.attrs.get(select::attr::kPrunedBy);
     if (prunedBy.isList())
       for (const Attribute &kept : prunedBy.getList())
         dropped.prunedBy.push_back(symbolText(kept));
-    for (const auto &[symbol, kept] : dictAttr(test, "witnesses"))
+    for (const auto &[symbol, kept] : dictAttr(test, select::attr::kWitnesses))
       dropped.witnesses[symbol] = symbolText(kept);
     return dropped;
   }
@@ -216,7 +222,7 @@ public:
   /// Seconds the test took before lower-workload shrank it.
   static double originalSeconds(const Test &test) {
     if (std::optional<double> original =
-            test.attrs.get("original_seconds").asNumber())
+            test.attrs.get(workload::attr::kOriginalSeconds).asNumber())
       return *original;
     return test.cost.seconds;
   }
@@ -226,7 +232,7 @@ private:
   /// `true` flags bare, `false` flags omitted, others as `--flag value`.
   static std::vector<std::string> renderArgs(const Test &test) {
     AttrDict flags = test.workload;
-    for (const auto &[flag, value] : dictAttr(test, "overrides"))
+    for (const auto &[flag, value] : dictAttr(test, workload::attr::kOverrides))
       flags.set(flag, value);
     std::vector<std::string> args;
     for (const auto &[flag, value] : flags) {
@@ -297,8 +303,10 @@ std::optional<Plan> fastci::buildPlan(const Module &module,
     (isPlanned(test) ? planned : dropped).push_back(&test);
   }
   auto orderKey = [](const Test *test) {
-    std::optional<int64_t> rank = test->attrs.get("rank").asInt();
-    std::optional<double> risk = test->attrs.get("risk").asNumber();
+    std::optional<int64_t> rank =
+        test->attrs.get(schedule::attr::kRank).asInt();
+    std::optional<double> risk =
+        test->attrs.get(schedule::attr::kRisk).asNumber();
     // Unranked tests follow ranked ones; higher risk first.
     return std::make_tuple(!rank.has_value(), rank.value_or(0),
                            -risk.value_or(0.0), test->name);
@@ -343,11 +351,13 @@ std::optional<Plan> fastci::buildPlan(const Module &module,
   summary.plannedTests = planned.size();
 
   const AttrDict &attrs = module.getAttrs();
-  std::optional<double> makespan = attrs.get("schedule_makespan").asNumber();
+  std::optional<double> makespan =
+      attrs.get(schedule::attr::kScheduleMakespan).asNumber();
   summary.scheduled = makespan.has_value();
   summary.makespanSeconds = makespan.value_or(serialSeconds);
-  summary.runners = attrs.get("schedule_runners").asInt().value_or(0);
+  summary.runners =
+      attrs.get(schedule::attr::kScheduleRunners).asInt().value_or(0);
   summary.gpusPerRunner =
-      attrs.get("schedule_gpus_per_runner").asInt().value_or(0);
+      attrs.get(schedule::attr::kScheduleGpusPerRunner).asInt().value_or(0);
   return plan;
 }

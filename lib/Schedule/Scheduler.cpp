@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Schedule/Scheduler.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include <algorithm>
@@ -154,14 +155,14 @@ std::vector<Placement> fastci::listSchedule(llvm::ArrayRef<Job> jobs,
 
 std::vector<TestId> fastci::getRetainedTests(const Module &module) {
   bool anySelected = llvm::any_of(module.getTests(), [](const Test &test) {
-    return test.attrs.contains("selected");
+    return test.attrs.contains(select::attr::kSelected);
   });
   std::vector<TestId> retained;
   for (const Test &test : module.getTests()) {
-    Attribute pruned = test.attrs.get("pruned");
+    Attribute pruned = test.attrs.get(select::attr::kPruned);
     if (pruned.isBool() && pruned.getBool())
       continue;
-    Attribute selected = test.attrs.get("selected");
+    Attribute selected = test.attrs.get(select::attr::kSelected);
     if (anySelected && !(selected.isBool() && selected.getBool()))
       continue;
     retained.push_back(test.index);

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Tools/OptMain.h"
+#include "fastci/IR/AttrSchema.h"
 #include "fastci/IR/Parser.h"
 #include "fastci/IR/Printer.h"
 #include "fastci/IR/Verifier.h"
@@ -141,6 +142,11 @@ struct Options {
           clEnumValN(PassListingFormat::Markdown, "markdown",
                      "the format of docs/Passes.md"),
           clEnumValN(PassListingFormat::Text, "", "")),
+      llvm::cl::cat(category)};
+  llvm::cl::opt<bool> listAttributes{
+      "list-attributes",
+      llvm::cl::desc("Print the declared attributes (name, nodes, value kind, "
+                     "writer, readers) as docs/IR.md's table, then exit"),
       llvm::cl::cat(category)};
   llvm::cl::list<std::string> passPlugins{
       "load-pass-plugin",
@@ -339,7 +345,7 @@ int fastci::fastciOptMain(int argc, char **argv) {
     return ExitUsage;
   }
 
-  if (options.listPasses.getNumOccurrences()) {
+  if (options.listPasses.getNumOccurrences() || options.listAttributes) {
     std::error_code ec;
     llvm::ToolOutputFile out(options.outputFilename, ec,
                              llvm::sys::fs::OF_Text);
@@ -348,7 +354,10 @@ int fastci::fastciOptMain(int argc, char **argv) {
                 "cannot write output: " + ec.message());
       return ExitFailure;
     }
-    printRegisteredPasses(out.os(), options.listPasses);
+    if (options.listAttributes)
+      printAttrTable(out.os());
+    else
+      printRegisteredPasses(out.os(), options.listPasses);
     out.keep();
     return ExitSuccess;
   }

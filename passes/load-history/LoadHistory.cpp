@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/History/History.h"
+#include "fastci/History/HistoryAttrs.h"
 #include "fastci/History/HistoryReaders.h"
 #include "fastci/IR/Module.h"
 #include "fastci/Pass/Pass.h"
@@ -142,13 +143,14 @@ void LoadHistoryPass::updateCosts(const HistoryMergeStats &stats) {
     std::optional<MeasuredCost> measured =
         measureCost(test.history, recent, gpus);
     if (!measured) {
-      if (!test.attrs.contains("cost_source"))
-        test.attrs.set("cost_source", Attribute::getString("declared"));
+      if (!test.attrs.contains(history::attr::kCostSource))
+        test.attrs.set(history::attr::kCostSource,
+                       Attribute::getString("declared"));
       continue;
     }
     test.cost = measured->cost;
-    test.attrs.set("cost_source", Attribute::getString("history"));
-    test.attrs.set("cost_runs", Attribute::getInt(measured->runs));
+    test.attrs.set(history::attr::kCostSource, Attribute::getString("history"));
+    test.attrs.set(history::attr::kCostRuns, Attribute::getInt(measured->runs));
     ++numMeasured;
   }
 }

@@ -12,6 +12,7 @@
 #include "fastci/Pass/Pass.h"
 #include "fastci/Pass/PassRegistry.h"
 #include "fastci/Schedule/Metrics.h"
+#include "fastci/Schedule/ScheduleAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace fastci;
@@ -55,7 +56,7 @@ void ComputeMetricsPass::runOnModule() {
   Module &module = getModule();
   std::vector<const Test *> scheduled;
   for (const Test &test : module.getTests())
-    if (test.attrs.get("rank").isInt())
+    if (test.attrs.get(schedule::attr::kRank).isInt())
       scheduled.push_back(&test);
   if (scheduled.empty()) {
     getDiagnostics().error(getLoc(), "compute-metrics needs a scheduled "
@@ -64,7 +65,8 @@ void ComputeMetricsPass::runOnModule() {
     return signalPassFailure();
   }
   llvm::stable_sort(scheduled, [](const Test *a, const Test *b) {
-    return a->attrs.get("rank").getInt() < b->attrs.get("rank").getInt();
+    return a->attrs.get(schedule::attr::kRank).getInt() <
+           b->attrs.get(schedule::attr::kRank).getInt();
   });
 
   // Fault k is the k-th distinct failing test.
@@ -95,8 +97,10 @@ void ComputeMetricsPass::runOnModule() {
       ++detected;
     }
     fails.push_back(fault != faultOf.end());
-    std::optional<double> start = test->attrs.get("start").asNumber();
-    std::optional<double> end = test->attrs.get("end").asNumber();
+    std::optional<double> start =
+        test->attrs.get(schedule::attr::kStart).asNumber();
+    std::optional<double> end =
+        test->attrs.get(schedule::attr::kEnd).asNumber();
     if (!start || !end) {
       getDiagnostics().error(test->loc.isValid() ? test->loc : getLoc(),
                              "scheduled test '" + test->name +
@@ -108,21 +112,23 @@ void ComputeMetricsPass::runOnModule() {
 
   AttrDict &attrs = module.getAttrs();
   for (llvm::StringRef key :
-       {"metrics_apfd", "metrics_apfdc", "metrics_napfd",
-        "metrics_first_failure_time", "metrics_first_failure_gpu_seconds"})
+       {schedule::attr::kMetricsAPFD, schedule::attr::kMetricsAPFDc,
+        schedule::attr::kMetricsNAPFD, schedule::attr::kMetricsFirstFailureTime,
+        schedule::attr::kMetricsFirstFailureGpuSeconds})
     attrs.erase(key);
-  attrs.set("metrics_failing", Attribute::getInt(numFaults));
-  attrs.set("metrics_detected", Attribute::getInt(detected));
+  attrs.set(schedule::attr::kMetricsFailing, Attribute::getInt(numFaults));
+  attrs.set(schedule::attr::kMetricsDetected, Attribute::getInt(detected));
   auto setIfDefined = [&](llvm::StringRef key, std::optional<double> value) {
     if (value)
       attrs.set(key, Attribute::getFloat(*value));
   };
-  setIfDefined("metrics_apfd", computeAPFD(order, numFaults));
-  setIfDefined("metrics_apfdc", computeAPFDc(order, numFaults));
-  setIfDefined("metrics_napfd", computeNAPFD(order, numFaults));
+  setIfDefined(schedule::attr::kMetricsAPFD, computeAPFD(order, numFaults));
+  setIfDefined(schedule::attr::kMetricsAPFDc, computeAPFDc(order, numFaults));
+  setIfDefined(schedule::attr::kMetricsNAPFD, computeNAPFD(order, numFaults));
   if (std::optional<FirstFailure> first = findFirstFailure(runs, fails)) {
-    attrs.set("metrics_first_failure_time", Attribute::getFloat(first->time));
-    attrs.set("metrics_first_failure_gpu_seconds",
+    attrs.set(schedule::attr::kMetricsFirstFailureTime,
+              Attribute::getFloat(first->time));
+    attrs.set(schedule::attr::kMetricsFirstFailureGpuSeconds,
               Attribute::getFloat(first->gpuSeconds));
   }
   markAllAnalysesPreserved();

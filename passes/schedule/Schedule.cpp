@@ -15,6 +15,7 @@
 #include "fastci/Schedule/Coleman.h"
 #include "fastci/Schedule/Metrics.h"
 #include "fastci/Schedule/Risk.h"
+#include "fastci/Schedule/ScheduleAttrs.h"
 #include "fastci/Schedule/Scheduler.h"
 #include "llvm/ADT/STLExtras.h"
 #include <cmath>
@@ -120,7 +121,8 @@ SchedulePass::getRisks(llvm::ArrayRef<TestId> retained, bool required) {
   std::vector<double> risks;
   for (TestId id : retained) {
     const Test &test = getModule().getTest(id);
-    std::optional<double> risk = test.attrs.get("risk").asNumber();
+    std::optional<double> risk =
+        test.attrs.get(schedule::attr::kRisk).asNumber();
     if (!risk) {
       if (required)
         getDiagnostics().error(test.loc.isValid() ? test.loc : getLoc(),
@@ -228,10 +230,12 @@ void SchedulePass::runOnModule() {
   for (auto [rank, id, job, placement] :
        llvm::enumerate(*ordered, jobs, placements)) {
     Test &test = module.getTest(id);
-    test.attrs.set("rank", Attribute::getInt(rank + 1));
-    test.attrs.set("runner", Attribute::getInt(placement.runner));
-    test.attrs.set("start", Attribute::getFloat(placement.start));
-    test.attrs.set("end", Attribute::getFloat(placement.end));
+    test.attrs.set(schedule::attr::kRank, Attribute::getInt(rank + 1));
+    test.attrs.set(schedule::attr::kRunner,
+                   Attribute::getInt(placement.runner));
+    test.attrs.set(schedule::attr::kStart,
+                   Attribute::getFloat(placement.start));
+    test.attrs.set(schedule::attr::kEnd, Attribute::getFloat(placement.end));
     runs.push_back({placement.start, placement.end, job.gpus});
     makespan = std::max(makespan, placement.end);
     gpuSeconds += static_cast<double>(job.gpus) * job.seconds;
@@ -239,19 +243,22 @@ void SchedulePass::runOnModule() {
   numScheduled += ordered->size();
 
   AttrDict &attrs = module.getAttrs();
-  attrs.set("schedule_policy",
+  attrs.set(schedule::attr::kSchedulePolicy,
             Attribute::getString(stringifySchedulePolicy(policy)));
-  attrs.set("schedule_runners", Attribute::getInt(runners));
-  attrs.set("schedule_gpus_per_runner", Attribute::getInt(gpusPerRunner));
-  attrs.set("schedule_tests", Attribute::getInt(ordered->size()));
-  attrs.set("schedule_makespan", Attribute::getFloat(makespan));
-  attrs.set("schedule_gpu_seconds", Attribute::getFloat(gpuSeconds));
+  attrs.set(schedule::attr::kScheduleRunners, Attribute::getInt(runners));
+  attrs.set(schedule::attr::kScheduleGpusPerRunner,
+            Attribute::getInt(gpusPerRunner));
+  attrs.set(schedule::attr::kScheduleTests, Attribute::getInt(ordered->size()));
+  attrs.set(schedule::attr::kScheduleMakespan, Attribute::getFloat(makespan));
+  attrs.set(schedule::attr::kScheduleGpuSeconds,
+            Attribute::getFloat(gpuSeconds));
 
   // The expected first failure needs a failure probability for every test;
   // any policy gets it when risks are known, so policies can be compared.
   for (llvm::StringRef key :
-       {"schedule_failure_probability", "schedule_expected_first_failure_time",
-        "schedule_expected_first_failure_gpu_seconds"})
+       {schedule::attr::kScheduleFailureProbability,
+        schedule::attr::kScheduleExpectedFirstFailureTime,
+        schedule::attr::kScheduleExpectedFirstFailureGpuSeconds})
     attrs.erase(key);
   if (std::optional<std::vector<double>> risks =
           getRisks(*ordered, /*required=*/false)) {
@@ -260,12 +267,12 @@ void SchedulePass::runOnModule() {
       probabilities.push_back(failureProbability(risk));
     ExpectedFirstFailure expected =
         computeExpectedFirstFailure(runs, probabilities);
-    attrs.set("schedule_failure_probability",
+    attrs.set(schedule::attr::kScheduleFailureProbability,
               Attribute::getFloat(expected.probability));
     if (expected.probability > 0) {
-      attrs.set("schedule_expected_first_failure_time",
+      attrs.set(schedule::attr::kScheduleExpectedFirstFailureTime,
                 Attribute::getFloat(expected.time));
-      attrs.set("schedule_expected_first_failure_gpu_seconds",
+      attrs.set(schedule::attr::kScheduleExpectedFirstFailureGpuSeconds,
                 Attribute::getFloat(expected.gpuSeconds));
     }
   }

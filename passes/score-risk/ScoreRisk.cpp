@@ -11,6 +11,7 @@
 #include "fastci/Pass/Pass.h"
 #include "fastci/Pass/PassRegistry.h"
 #include "fastci/Schedule/Risk.h"
+#include "fastci/Schedule/ScheduleAttrs.h"
 #include <cmath>
 
 using namespace fastci;
@@ -87,11 +88,14 @@ struct ScoreRiskPass : PassWrapper<ScoreRiskPass> {
     for (Test &test : module.getTests()) {
       RiskTerms terms =
           computeRisk(test.history, shares[test.index].value_or(0), params);
-      test.attrs.set("risk", Attribute::getFloat(terms.risk));
-      test.attrs.set("risk_failures", Attribute::getFloat(terms.failures));
-      test.attrs.set("risk_change", Attribute::getFloat(terms.changeRelevance));
-      test.attrs.set("risk_flakiness", Attribute::getFloat(terms.flakiness));
-      test.attrs.set("risk_new", Attribute::getBool(terms.isNew));
+      test.attrs.set(schedule::attr::kRisk, Attribute::getFloat(terms.risk));
+      test.attrs.set(schedule::attr::kRiskFailures,
+                     Attribute::getFloat(terms.failures));
+      test.attrs.set(schedule::attr::kRiskChange,
+                     Attribute::getFloat(terms.changeRelevance));
+      test.attrs.set(schedule::attr::kRiskFlakiness,
+                     Attribute::getFloat(terms.flakiness));
+      test.attrs.set(schedule::attr::kRiskNew, Attribute::getBool(terms.isNew));
       ++numScored;
       numNew += terms.isNew;
       numFlaky += terms.flakiness > 0;

@@ -4,7 +4,7 @@
 // records and the module, declared once so that every reader (selection,
 // pruning, emit-plan, plugins) shares one spelling. Each comment gives the
 // value kind, where it is set, what it means and who reads it; the verifier
-// checks the kinds (passes/Attributes.cpp registers them). docs/IR.md has
+// checks the kinds (passes/DeclaredAttrs.cpp registers them). docs/IR.md has
 // the table of writers and readers, docs/Evidence.md the meaning.
 //
 //===----------------------------------------------------------------------===//
@@ -19,8 +19,8 @@ namespace fastci::evidence::attr {
 /// evidence records: the EvidenceState. Read by select-affected,
 /// prune-context-equiv and emit-plan.
 inline constexpr llvm::StringLiteral kState = "evidence";
-/// Symbol list, on stale tests and records: the code (at the recorded
-/// revision) that changed since. Read by select-affected for its reason.
+/// String list (symbols), on stale tests and records: the code (at the
+/// recorded revision) that changed since. Read by select-affected for its reason.
 inline constexpr llvm::StringLiteral kStaleEntities = "stale_entities";
 /// Int, on stale tests and records: samples whose stack passes through stale
 /// code. Read by select-affected for its reason.

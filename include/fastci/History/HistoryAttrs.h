@@ -3,7 +3,7 @@
 // The attribute names load-history (lib/History) sets on tests, declared
 // once so that readers (emit-plan, plugins) share one spelling. Each comment
 // gives the value kind, what it means and who reads it; the verifier checks
-// the kinds (passes/Attributes.cpp registers them). docs/IR.md has the table
+// the kinds (passes/DeclaredAttrs.cpp registers them). docs/IR.md has the table
 // of writers and readers.
 //
 //===----------------------------------------------------------------------===//

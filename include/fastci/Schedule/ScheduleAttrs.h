@@ -4,7 +4,7 @@
 // (lib/Schedule) set on tests and the module, declared once so that readers
 // (prune-context-equiv, emit-plan, plugins) share one spelling. Each comment
 // gives the value kind, what it means and who reads it; the verifier checks
-// the kinds (passes/Attributes.cpp registers them). docs/IR.md has the table
+// the kinds (passes/DeclaredAttrs.cpp registers them). docs/IR.md has the table
 // of writers and readers, docs/Risk.md and docs/Scheduling.md the meaning.
 //
 //===----------------------------------------------------------------------===//

@@ -4,7 +4,7 @@
 // set on tests and the module, declared once so that every reader
 // (lower-workload, score-risk, schedule, emit-plan, plugins) shares one
 // spelling. Each comment gives the value kind, where it is set, what it means
-// and who reads it; the verifier checks the kinds (passes/Attributes.cpp
+// and who reads it; the verifier checks the kinds (passes/DeclaredAttrs.cpp
 // registers them). docs/IR.md has the table of writers and readers,
 // docs/Selection.md the meaning.
 //

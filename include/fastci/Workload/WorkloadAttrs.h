@@ -4,7 +4,7 @@
 // tests, declared once so that every reader (selection's configuration
 // signature, emit-plan, plugins) shares one spelling. Each comment gives the
 // value kind, what it means and who reads it; the verifier checks the kinds
-// (passes/Attributes.cpp registers them). docs/IR.md has the table of
+// (passes/DeclaredAttrs.cpp registers them). docs/IR.md has the table of
 // writers and readers, docs/Workloads.md the meaning.
 //
 //===----------------------------------------------------------------------===//

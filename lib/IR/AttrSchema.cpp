@@ -1,0 +1,152 @@
+//===- AttrSchema.cpp - Declared attributes and their value kinds ---------===//
+//
+// A process-wide table of declared attributes, filled at registration time
+// (before any pipeline runs) and read by the verifier after every pass, so
+// lookups take a shared lock only.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/IR/AttrSchema.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+#include <mutex>
+#include <shared_mutex>
+
+using namespace fastci;
+
+namespace {
+struct Registry {
+  std::shared_mutex mutex;
+  std::vector<AttrDecl> decls;
+};
+Registry &getRegistry() {
+  static Registry registry;
+  return registry;
+}
+
+constexpr AttrHost kAllHosts[] = {AttrHost::Module, AttrHost::Entity,
+                                  AttrHost::Test,   AttrHost::Evidence,
+                                  AttrHost::Change, AttrHost::ChangedFile};
+} // namespace
+
+llvm::StringRef fastci::stringifyAttrValueKind(AttrValueKind kind) {
+  switch (kind) {
+  case AttrValueKind::Bool:
+    return "bool";
+  case AttrValueKind::Int:
+    return "int";
+  case AttrValueKind::Number:
+    return "number";
+  case AttrValueKind::String:
+    return "string";
+  case AttrValueKind::StringList:
+    return "string list";
+  case AttrValueKind::SymbolList:
+    return "symbol list";
+  case AttrValueKind::IntList:
+    return "int list";
+  case AttrValueKind::NameList:
+    return "list of names";
+  case AttrValueKind::Dict:
+    return "dict";
+  case AttrValueKind::Any:
+    return "any (checked by its reader)";
+  }
+  llvm_unreachable("unknown attribute value kind");
+}
+
+llvm::StringRef fastci::stringifyAttrHost(AttrHost host) {
+  switch (host) {
+  case AttrHost::Module:
+    return "module";
+  case AttrHost::Entity:
+    return "entity";
+  case AttrHost::Test:
+    return "test";
+  case AttrHost::Evidence:
+    return "evidence";
+  case AttrHost::Change:
+    return "change";
+  case AttrHost::ChangedFile:
+    return "changed file";
+  }
+  llvm_unreachable("unknown attribute host");
+}
+
+bool fastci::isOfKind(const Attribute &value, AttrValueKind kind) {
+  auto allElements = [&](auto predicate) {
+    return value.isList() && llvm::all_of(value.getList(), predicate);
+  };
+  switch (kind) {
+  case AttrValueKind::Bool:
+    return value.isBool();
+  case AttrValueKind::Int:
+    return value.isInt();
+  case AttrValueKind::Number:
+    return value.isNumber();
+  case AttrValueKind::String:
+    return value.isString();
+  case AttrValueKind::StringList:
+    return allElements([](const Attribute &e) { return e.isString(); });
+  case AttrValueKind::SymbolList:
+    return allElements([](const Attribute &e) { return e.isSymbol(); });
+  case AttrValueKind::IntList:
+    return allElements([](const Attribute &e) { return e.isInt(); });
+  case AttrValueKind::NameList:
+    return allElements(
+        [](const Attribute &e) { return e.isSymbol() || e.isString(); });
+  case AttrValueKind::Dict:
+    return value.isDict();
+  case AttrValueKind::Any:
+    return true;
+  }
+  llvm_unreachable("unknown attribute value kind");
+}
+
+void fastci::registerAttrDecls(llvm::ArrayRef<AttrDecl> decls) {
+  Registry &registry = getRegistry();
+  std::unique_lock lock(registry.mutex);
+  for (const AttrDecl &decl : decls) {
+    llvm::erase_if(registry.decls, [&](const AttrDecl &old) {
+      return old.name == decl.name && (old.hosts & decl.hosts);
+    });
+    registry.decls.push_back(decl);
+  }
+}
+
+std::optional<AttrDecl> fastci::lookupAttrDecl(AttrHost host,
+                                               llvm::StringRef name) {
+  Registry &registry = getRegistry();
+  std::shared_lock lock(registry.mutex);
+  for (const AttrDecl &decl : registry.decls)
+    if (decl.name == name && (decl.hosts & unsigned(host)))
+      return decl;
+  return std::nullopt;
+}
+
+std::vector<AttrDecl> fastci::getAttrDecls() {
+  std::vector<AttrDecl> decls;
+  {
+    Registry &registry = getRegistry();
+    std::shared_lock lock(registry.mutex);
+    decls = registry.decls;
+  }
+  llvm::sort(decls, [](const AttrDecl &a, const AttrDecl &b) {
+    return std::make_pair(a.name, a.hosts) < std::make_pair(b.name, b.hosts);
+  });
+  return decls;
+}
+
+void fastci::printAttrTable(llvm::raw_ostream &os) {
+  os << "| Attribute | On | Value | Written by | Read by |\n"
+     << "|---|---|---|---|---|\n";
+  for (const AttrDecl &decl : getAttrDecls()) {
+    os << "| `" << decl.name << "` | ";
+    llvm::ListSeparator separator(", ");
+    for (AttrHost host : kAllHosts)
+      if (decl.hosts & unsigned(host))
+        os << separator << stringifyAttrHost(host);
+    os << " | " << stringifyAttrValueKind(decl.kind) << " | " << decl.writer
+       << " | " << decl.readers << " |\n";
+  }
+}
