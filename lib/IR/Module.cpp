@@ -149,11 +149,6 @@ FrameId Module::getLeafFrame(llvm::StringRef name) {
   return id;
 }
 
-llvm::StringRef Module::getFrameName(FrameId id) const {
-  const Frame &frame = frames[id];
-  return frame.isLeaf() ? frame.leafName : entities[frame.entity].symbol;
-}
-
 StackId Module::getStack(StackId parent, FrameId frame) {
   auto [it, inserted] = stackIndex.try_emplace(
       std::make_pair(parent, frame), static_cast<StackId>(stackNodes.size()));
@@ -214,20 +209,4 @@ ChangedFile &Module::addChangedFile(llvm::StringRef path,
   file.path = intern(path);
   file.status = intern(status);
   return file;
-}
-
-size_t Module::getMemoryUsage() const {
-  size_t bytes = allocator.getTotalMemory();
-  bytes += entities.capacity() * sizeof(Entity);
-  bytes += entityIndex.getMemorySize();
-  bytes += edges.capacity() * sizeof(StaticEdge);
-  bytes += tests.capacity() * sizeof(Test);
-  bytes += testIndex.getMemorySize();
-  bytes += frames.capacity() * sizeof(Frame);
-  bytes += entityFrames.getMemorySize() + leafFrames.getMemorySize();
-  bytes += stackNodes.capacity() * sizeof(StackNode);
-  bytes += stackIndex.getMemorySize();
-  for (const EvidenceRecord &record : evidence)
-    bytes += sizeof(record) + record.samples.capacity() * sizeof(StackSample);
-  return bytes;
 }

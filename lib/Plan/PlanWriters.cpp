@@ -9,27 +9,12 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Plan/PlanWriters.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 #include <map>
 
 using namespace fastci;
-
-std::optional<PlanFormat> fastci::parsePlanFormat(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<PlanFormat>>(name)
-      .Case("json", PlanFormat::Json)
-      .Case("pytest", PlanFormat::Pytest)
-      .Case("github-matrix", PlanFormat::GithubMatrix)
-      .Case("gitlab", PlanFormat::Gitlab)
-      .Case("shell", PlanFormat::Shell)
-      .Default(std::nullopt);
-}
-
-llvm::StringRef fastci::getPlanFormatNames() {
-  return "json, pytest, github-matrix, gitlab, shell";
-}
 
 std::string fastci::shellQuote(llvm::StringRef word) {
   auto isSafe = [](char c) {

@@ -6,7 +6,6 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Schedule/Coleman.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,14 +13,6 @@
 #include <numeric>
 
 using namespace fastci;
-
-std::optional<ColemanReward>
-fastci::parseColemanReward(llvm::StringRef spelling) {
-  return llvm::StringSwitch<std::optional<ColemanReward>>(spelling)
-      .Case("rnfail", ColemanReward::RNFail)
-      .Case("timerank", ColemanReward::TimeRank)
-      .Default(std::nullopt);
-}
 
 std::vector<unsigned>
 ColemanAgent::prioritize(llvm::ArrayRef<llvm::StringRef> arms) const {

@@ -10,7 +10,6 @@
 #include "fastci/Schedule/Scheduler.h"
 #include "fastci/Select/SelectAttrs.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringSwitch.h"
 #include <algorithm>
 #include <cassert>
 #include <limits>
@@ -19,33 +18,6 @@
 #include <random>
 
 using namespace fastci;
-
-std::optional<SchedulePolicy>
-fastci::parseSchedulePolicy(llvm::StringRef spelling) {
-  return llvm::StringSwitch<std::optional<SchedulePolicy>>(spelling)
-      .Case("risk-first", SchedulePolicy::RiskFirst)
-      .Case("as-listed", SchedulePolicy::AsListed)
-      .Case("random", SchedulePolicy::Random)
-      .Case("shortest-first", SchedulePolicy::ShortestFirst)
-      .Case("coleman", SchedulePolicy::Coleman)
-      .Default(std::nullopt);
-}
-
-llvm::StringRef fastci::stringifySchedulePolicy(SchedulePolicy policy) {
-  switch (policy) {
-  case SchedulePolicy::RiskFirst:
-    return "risk-first";
-  case SchedulePolicy::AsListed:
-    return "as-listed";
-  case SchedulePolicy::Random:
-    return "random";
-  case SchedulePolicy::ShortestFirst:
-    return "shortest-first";
-  case SchedulePolicy::Coleman:
-    return "coleman";
-  }
-  llvm_unreachable("unknown policy");
-}
 
 //===----------------------------------------------------------------------===//
 // Priority orders

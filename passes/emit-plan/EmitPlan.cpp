@@ -60,11 +60,11 @@ struct EmitPlanPass : PassWrapper<EmitPlanPass> {
   PlanFormat planFormat = PlanFormat::Json;
 
   LogicalResult initialize(DiagnosticEngine &diag) override {
-    std::optional<PlanFormat> parsed = parsePlanFormat(format.getValue());
+    std::optional<PlanFormat> parsed = symbolizePlanFormat(format.getValue());
     if (!parsed) {
       diag.error(format.getLoc().isValid() ? format.getLoc() : getLoc(),
                  "unknown plan format '" + format.getValue() + "' (expected " +
-                     getPlanFormatNames() + ")");
+                     listEnumNames<PlanFormat>(kPlanFormatNames) + ")");
       return failure();
     }
     planFormat = *parsed;

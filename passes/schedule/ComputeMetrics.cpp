@@ -21,6 +21,10 @@ namespace {
 
 /// What APFDc weighs tests by.
 enum class MetricCost { GpuSeconds, Seconds };
+constexpr EnumName<MetricCost> kMetricCostNames[] = {
+    {MetricCost::GpuSeconds, "gpu-seconds", "GPU-seconds"},
+    {MetricCost::Seconds, "seconds", "Wall-clock seconds"},
+};
 
 struct ComputeMetricsPass : PassWrapper<ComputeMetricsPass> {
   llvm::StringRef getArgument() const override { return "compute-metrics"; }
@@ -42,10 +46,7 @@ struct ComputeMetricsPass : PassWrapper<ComputeMetricsPass> {
       *this, "failing", llvm::cl::desc("Ids of the tests that failed")};
   Option<MetricCost> cost{
       *this, "cost", llvm::cl::desc("What APFDc weighs tests by"),
-      llvm::cl::init(MetricCost::GpuSeconds),
-      llvm::cl::values(
-          clEnumValN(MetricCost::GpuSeconds, "gpu-seconds", "GPU-seconds"),
-          clEnumValN(MetricCost::Seconds, "seconds", "Wall-clock seconds"))};
+      llvm::cl::init(MetricCost::GpuSeconds), enumValues(kMetricCostNames)};
 
   void runOnModule() override;
 };

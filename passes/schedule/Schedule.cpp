@@ -47,18 +47,10 @@ struct SchedulePass : PassWrapper<SchedulePass> {
   Option<int64_t> gpusPerRunner{*this, "gpus-per-runner",
                                 llvm::cl::desc("GPUs on each runner (>= 1)"),
                                 llvm::cl::init(8)};
-  Option<SchedulePolicy> policy{
-      *this, "policy", llvm::cl::desc("How tests are ordered"),
-      llvm::cl::init(SchedulePolicy::RiskFirst),
-      llvm::cl::values(
-          clEnumValN(SchedulePolicy::RiskFirst, "risk-first",
-                     "Risk per GPU-second, descending"),
-          clEnumValN(SchedulePolicy::AsListed, "as-listed", "Module order"),
-          clEnumValN(SchedulePolicy::Random, "random", "Seeded shuffle"),
-          clEnumValN(SchedulePolicy::ShortestFirst, "shortest-first",
-                     "Shortest wall-clock time first"),
-          clEnumValN(SchedulePolicy::Coleman, "coleman",
-                     "COLEMAN's FRRMAB bandit over the history"))};
+  Option<SchedulePolicy> policy{*this, "policy",
+                                llvm::cl::desc("How tests are ordered"),
+                                llvm::cl::init(SchedulePolicy::RiskFirst),
+                                enumValues(kSchedulePolicyNames)};
   Option<uint64_t> seed{*this, "seed",
                         llvm::cl::desc("Seed of the random policy"),
                         llvm::cl::init(0)};
@@ -76,11 +68,7 @@ struct SchedulePass : PassWrapper<SchedulePass> {
       llvm::cl::init(ColemanParams().exploration)};
   Option<ColemanReward> colemanReward{
       *this, "coleman-reward", llvm::cl::desc("COLEMAN reward function"),
-      llvm::cl::init(ColemanReward::RNFail),
-      llvm::cl::values(
-          clEnumValN(ColemanReward::RNFail, "rnfail", "1 for a failure"),
-          clEnumValN(ColemanReward::TimeRank, "timerank",
-                     "Failures ranked at or before the test"))};
+      llvm::cl::init(ColemanReward::RNFail), enumValues(kColemanRewardNames)};
 
   Statistic numScheduled{this, "num-scheduled", "Tests scheduled"};
   Statistic numUnscheduled{this, "num-unscheduled",

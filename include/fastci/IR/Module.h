@@ -379,8 +379,6 @@ public:
   const Frame &getFrame(FrameId id) const { return frames[id]; }
   /// All frames.
   llvm::ArrayRef<Frame> getFrames() const { return frames; }
-  /// A printable name for frame \p id: the entity symbol or the leaf name.
-  llvm::StringRef getFrameName(FrameId id) const;
 
   /// The stack \p parent extended by \p frame, created on first use.
   StackId getStack(StackId parent, FrameId frame);
@@ -423,9 +421,6 @@ public:
   /// All changed files in insertion order.
   llvm::ArrayRef<ChangedFile> getChangedFiles() const { return changedFiles; }
   llvm::MutableArrayRef<ChangedFile> getChangedFiles() { return changedFiles; }
-
-  /// Bytes held by the module's own storage (approximate; for benchmarks).
-  size_t getMemoryUsage() const;
 
 private:
   llvm::BumpPtrAllocator allocator;

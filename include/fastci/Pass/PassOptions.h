@@ -21,6 +21,7 @@
 #ifndef FASTCI_PASS_PASSOPTIONS_H
 #define FASTCI_PASS_PASSOPTIONS_H
 
+#include "fastci/Support/EnumNames.h"
 #include "fastci/Support/LogicalResult.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
@@ -301,6 +302,10 @@ public:
     }
     void applyModifier(const llvm::cl::ValuesClass &values) {
       values.apply(*this);
+    }
+    template <typename E> void applyModifier(const EnumValues<E> &values) {
+      for (const EnumName<E> &entry : values.table)
+        parser.addLiteralOption(entry.name, entry.value, entry.description);
     }
 
     OptionValueParser<T> parser;

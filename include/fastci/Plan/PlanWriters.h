@@ -11,6 +11,7 @@
 #define FASTCI_PLAN_PLANWRITERS_H
 
 #include "fastci/Plan/Plan.h"
+#include "fastci/Support/EnumNames.h"
 #include "llvm/ADT/StringRef.h"
 #include <optional>
 #include <string>
@@ -24,12 +25,19 @@ namespace fastci {
 /// The output formats of a plan.
 enum class PlanFormat : uint8_t { Json, Pytest, GithubMatrix, Gitlab, Shell };
 
-/// The format named \p name (`json`, `pytest`, `github-matrix`, `gitlab`,
-/// `shell`), if any.
-std::optional<PlanFormat> parsePlanFormat(llvm::StringRef name);
+/// The spellings of PlanFormat (emit-plan's `format=`).
+inline constexpr EnumName<PlanFormat> kPlanFormatNames[] = {
+    {PlanFormat::Json, "json", "plan.json (docs/Plan.md)"},
+    {PlanFormat::Pytest, "pytest", "pytest arguments"},
+    {PlanFormat::GithubMatrix, "github-matrix", "a GitHub Actions matrix"},
+    {PlanFormat::Gitlab, "gitlab", "a GitLab child pipeline"},
+    {PlanFormat::Shell, "shell", "a POSIX shell script"},
+};
 
-/// The names parsePlanFormat() accepts, for messages: "json, pytest, ...".
-llvm::StringRef getPlanFormatNames();
+/// The format named \p name (`json`, `pytest`, ...), if any.
+inline std::optional<PlanFormat> symbolizePlanFormat(llvm::StringRef name) {
+  return symbolizeEnum<PlanFormat>(kPlanFormatNames, name);
+}
 
 /// Writes \p plan to \p os in \p format.
 void writePlan(const Plan &plan, PlanFormat format, llvm::raw_ostream &os);

@@ -21,6 +21,7 @@
 #define FASTCI_SCHEDULE_COLEMAN_H
 
 #include "fastci/IR/Module.h"
+#include "fastci/Support/EnumNames.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -41,8 +42,12 @@ enum class ColemanReward {
   TimeRank,
 };
 
-/// Parses `rnfail` or `timerank`.
-std::optional<ColemanReward> parseColemanReward(llvm::StringRef spelling);
+/// The spellings of ColemanReward (schedule's `coleman-reward=` option).
+inline constexpr EnumName<ColemanReward> kColemanRewardNames[] = {
+    {ColemanReward::RNFail, "rnfail", "1 for a failure"},
+    {ColemanReward::TimeRank, "timerank",
+     "Failures, and passes by the share of failures ranked before them"},
+};
 
 /// The parameters of FRRMAB.
 struct ColemanParams {

@@ -14,6 +14,7 @@
 #define FASTCI_SCHEDULE_SCHEDULER_H
 
 #include "fastci/IR/Module.h"
+#include "fastci/Support/EnumNames.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
@@ -36,11 +37,28 @@ enum class SchedulePolicy {
   Coleman,
 };
 
-/// Parses a policy's command-line spelling (`risk-first`, `as-listed`,
-/// `random`, `shortest-first`, `coleman`).
-std::optional<SchedulePolicy> parseSchedulePolicy(llvm::StringRef spelling);
-/// The command-line spelling of \p policy.
-llvm::StringRef stringifySchedulePolicy(SchedulePolicy policy);
+/// The spellings of SchedulePolicy: schedule's `policy=` option and the
+/// module's `schedule_policy` attribute.
+inline constexpr EnumName<SchedulePolicy> kSchedulePolicyNames[] = {
+    {SchedulePolicy::RiskFirst, "risk-first",
+     "Risk per GPU-second, descending"},
+    {SchedulePolicy::AsListed, "as-listed", "Module order"},
+    {SchedulePolicy::Random, "random", "Seeded shuffle"},
+    {SchedulePolicy::ShortestFirst, "shortest-first",
+     "Shortest wall-clock time first"},
+    {SchedulePolicy::Coleman, "coleman",
+     "COLEMAN's FRRMAB bandit over the history"},
+};
+
+/// The policy spelled \p spelling (`risk-first`, ...), if any.
+inline std::optional<SchedulePolicy>
+symbolizeSchedulePolicy(llvm::StringRef spelling) {
+  return symbolizeEnum<SchedulePolicy>(kSchedulePolicyNames, spelling);
+}
+/// The spelling of \p policy.
+inline llvm::StringRef stringifySchedulePolicy(SchedulePolicy policy) {
+  return stringifyEnum<SchedulePolicy>(kSchedulePolicyNames, policy);
+}
 
 /// Indices into \p risk ordered by risk per GPU-second, descending; a test
 /// that costs nothing but may fail comes first. Ties keep index order.

@@ -80,9 +80,9 @@ TEST(ShellQuote, QuotesOnlyWhenNeeded) {
 TEST(PlanFormat, ParsesEveryName) {
   for (llvm::StringRef name :
        {"json", "pytest", "github-matrix", "gitlab", "shell"})
-    EXPECT_TRUE(parsePlanFormat(name)) << name.str();
-  EXPECT_FALSE(parsePlanFormat("yaml"));
-  EXPECT_FALSE(parsePlanFormat(""));
+    EXPECT_TRUE(symbolizePlanFormat(name)) << name.str();
+  EXPECT_FALSE(symbolizePlanFormat("yaml"));
+  EXPECT_FALSE(symbolizePlanFormat(""));
 }
 
 struct PlanFixture : ::testing::Test {

@@ -18,8 +18,8 @@ TEST(SchedulerTest, ParsesPolicies) {
        {SchedulePolicy::RiskFirst, SchedulePolicy::AsListed,
         SchedulePolicy::Random, SchedulePolicy::ShortestFirst,
         SchedulePolicy::Coleman})
-    EXPECT_EQ(parseSchedulePolicy(stringifySchedulePolicy(policy)), policy);
-  EXPECT_FALSE(parseSchedulePolicy("fastest"));
+    EXPECT_EQ(symbolizeSchedulePolicy(stringifySchedulePolicy(policy)), policy);
+  EXPECT_FALSE(symbolizeSchedulePolicy("fastest"));
 }
 
 TEST(SchedulerTest, RiskPerCostOrder) {
