@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
-from typing import Optional
+from typing import Any, Dict, List, NoReturn, Optional, Tuple
 
 PLAN_SCHEMA = "fastci-plan/1"
 EXIT_FAILED = 1
@@ -37,23 +37,23 @@ class DriverError(Exception):
     """A problem with the user's input: reported as `fastci: error:`."""
 
 
-def fail(message, code=EXIT_USAGE):
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     sys.stderr.write("fastci: error: %s\n" % message)
     sys.exit(code)
 
 
-def note(message):
+def note(message: str) -> None:
     sys.stderr.write("fastci: %s\n" % message)
     sys.stderr.flush()
 
 
-def package_root():
+def package_root() -> str:
     """The directory holding the `fastci` package, put on the PYTHONPATH of
     traced children so that they import the same sampler as this driver."""
     return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
-def find_fastci_opt(explicit):
+def find_fastci_opt(explicit: Optional[str]) -> str:
     """fastci-opt: --fastci-opt, $FASTCI_OPT, next to the `fastci` command
     that was run, or PATH."""
     for candidate in (explicit, os.environ.get("FASTCI_OPT"),
@@ -177,7 +177,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 # plan --explain
 # ---------------------------------------------------------------------------
 
-def read_module_json(path: str) -> dict:
+def read_module_json(path: str) -> Dict[str, Any]:
     """The module fastci-opt wrote with --emit=json."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -200,7 +200,7 @@ def attribute_text(value: object) -> str:
     return str(value)
 
 
-def explain_test(module: dict, name: str) -> str:
+def explain_test(module: Dict[str, Any], name: str) -> str:
     """Why the module's test `name` runs, was pruned or was not selected,
     from the attributes select-affected and prune-context-equiv left."""
     tests = {t.get("name"): t for t in module.get("tests", [])}
@@ -233,7 +233,7 @@ def explain_test(module: dict, name: str) -> str:
 # Reading plans and JUnit reports
 # ---------------------------------------------------------------------------
 
-def load_plan(path):
+def load_plan(path: str) -> Dict[str, Any]:
     """The plan at `path`, checked against the parts of the schema we use."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -271,7 +271,7 @@ def load_plan(path):
     return plan
 
 
-def junit_outcomes(path):
+def junit_outcomes(path: str) -> List[Tuple[str, str, str]]:
     """(name, classname, outcome) per testcase; outcome is pass/fail/skip."""
     try:
         root = ElementTree.parse(path).getroot()
@@ -295,7 +295,7 @@ def junit_outcomes(path):
     return cases
 
 
-def pytest_junit_key(node_id):
+def pytest_junit_key(node_id: str) -> Tuple[str, str]:
     """The (classname, name) pytest's --junitxml writes for `node_id`."""
     parts = node_id.split("::")
     module = parts[0][:-3] if parts[0].endswith(".py") else parts[0]
@@ -303,7 +303,8 @@ def pytest_junit_key(node_id):
     return classname, parts[-1]
 
 
-def write_junit(path, results, plan_name):
+def write_junit(path: str, results: List[Tuple[str, str, float, str]],
+                plan_name: str) -> None:
     suite = ElementTree.Element("testsuite", name=plan_name)
     counts = {"tests": 0, "failures": 0, "skipped": 0}
     total_time = 0.0
@@ -337,7 +338,8 @@ PYTEST_NOT_COLLECTED_MARKERS = ("not found", "no tests ran", "no match",
                                 "file or directory not found")
 
 
-def run_test_command(argv: list, env: dict, cwd: str) -> tuple:
+def run_test_command(argv: List[str], env: Dict[str, str],
+                     cwd: str) -> Tuple[int, str, List[str]]:
     """Runs one test's command, echoing its output as it comes; returns
     (status, message, tail), `tail` being its last output lines."""
     tail = []
@@ -357,7 +359,8 @@ def run_test_command(argv: list, env: dict, cwd: str) -> tuple:
     return status, "exit status %d" % status, tail
 
 
-def not_collected_reason(argv: list, status: int, tail: list) -> Optional[str]:
+def not_collected_reason(argv: List[str], status: int,
+                         tail: List[str]) -> Optional[str]:
     """Why pytest ran none of the test `argv` names, or None when it ran
     (passed or failed): the plan named an id pytest cannot collect."""
     if pytest_arguments_start(argv) is None or status not in PYTEST_NOT_COLLECTED:
@@ -445,7 +448,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 # audit
 # ---------------------------------------------------------------------------
 
-def cmd_audit(args):
+def cmd_audit(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     dropped = {}
     for entry in plan.get("skipped", []):
@@ -485,7 +488,7 @@ def cmd_audit(args):
 # collect
 # ---------------------------------------------------------------------------
 
-def git_revision(repo):
+def git_revision(repo: str) -> str:
     try:
         return subprocess.check_output(
             ["git", "-C", repo, "rev-parse", "HEAD"], text=True,
@@ -494,7 +497,7 @@ def git_revision(repo):
         return "unknown"
 
 
-def pytest_arguments_start(command):
+def pytest_arguments_start(command: List[str]) -> Optional[int]:
     """Where pytest's own arguments start in `command`, or None if it does
     not launch pytest (`pytest ...` or `python -m pytest ...`)."""
     if os.path.basename(command[0]) in ("pytest", "py.test"):
@@ -504,7 +507,8 @@ def pytest_arguments_start(command):
     return None
 
 
-def traced_command(command, out_dir, test_id):
+def traced_command(command: List[str], out_dir: str,
+                   test_id: str) -> List[str]:
     """`command` running under the sampler, writing evidence to out_dir:
     pytest through its plugin (one test id per item), anything else through
     `python -m fastci.trace run` as the single test `test_id`."""
@@ -517,7 +521,7 @@ def traced_command(command, out_dir, test_id):
             "--out", out_dir, "--"] + command
 
 
-def cmd_collect(args):
+def cmd_collect(args: argparse.Namespace) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if bool(command) == bool(args.plan):
         raise DriverError("collect: give the suite command after --, or --plan "
@@ -581,7 +585,7 @@ def cmd_collect(args):
 # Command line
 # ---------------------------------------------------------------------------
 
-def make_parser():
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastci", description="FastCI: plan, run and audit CI test runs.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -685,7 +689,7 @@ def make_parser():
     return parser
 
 
-def main(argv=None):
+def main(argv: Optional[List[str]] = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
     try:
