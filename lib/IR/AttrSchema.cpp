@@ -23,55 +23,7 @@ Registry &getRegistry() {
   static Registry registry;
   return registry;
 }
-
-constexpr AttrHost kAllHosts[] = {AttrHost::Module, AttrHost::Entity,
-                                  AttrHost::Test,   AttrHost::Evidence,
-                                  AttrHost::Change, AttrHost::ChangedFile};
 } // namespace
-
-llvm::StringRef fastci::stringifyAttrValueKind(AttrValueKind kind) {
-  switch (kind) {
-  case AttrValueKind::Bool:
-    return "bool";
-  case AttrValueKind::Int:
-    return "int";
-  case AttrValueKind::Number:
-    return "number";
-  case AttrValueKind::String:
-    return "string";
-  case AttrValueKind::StringList:
-    return "string list";
-  case AttrValueKind::SymbolList:
-    return "symbol list";
-  case AttrValueKind::IntList:
-    return "int list";
-  case AttrValueKind::NameList:
-    return "list of names";
-  case AttrValueKind::Dict:
-    return "dict";
-  case AttrValueKind::Any:
-    return "any (checked by its reader)";
-  }
-  llvm_unreachable("unknown attribute value kind");
-}
-
-llvm::StringRef fastci::stringifyAttrHost(AttrHost host) {
-  switch (host) {
-  case AttrHost::Module:
-    return "module";
-  case AttrHost::Entity:
-    return "entity";
-  case AttrHost::Test:
-    return "test";
-  case AttrHost::Evidence:
-    return "evidence";
-  case AttrHost::Change:
-    return "change";
-  case AttrHost::ChangedFile:
-    return "changed file";
-  }
-  llvm_unreachable("unknown attribute host");
-}
 
 bool fastci::isOfKind(const Attribute &value, AttrValueKind kind) {
   auto allElements = [&](auto predicate) {
@@ -143,9 +95,9 @@ void fastci::printAttrTable(llvm::raw_ostream &os) {
   for (const AttrDecl &decl : getAttrDecls()) {
     os << "| `" << decl.name << "` | ";
     llvm::ListSeparator separator(", ");
-    for (AttrHost host : kAllHosts)
-      if (decl.hosts & unsigned(host))
-        os << separator << stringifyAttrHost(host);
+    for (const EnumName<AttrHost> &host : kAttrHostNames)
+      if (decl.hosts & unsigned(host.value))
+        os << separator << host.name;
     os << " | " << stringifyAttrValueKind(decl.kind) << " | " << decl.writer
        << " | " << decl.readers << " |\n";
   }

@@ -15,6 +15,7 @@
 #define FASTCI_IR_ATTRSCHEMA_H
 
 #include "fastci/IR/Attributes.h"
+#include "fastci/Support/EnumNames.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
@@ -78,10 +79,38 @@ struct AttrDecl {
   llvm::StringRef readers;
 };
 
+/// The spellings of AttrValueKind, as the verifier and the docs table say
+/// them.
+inline constexpr EnumName<AttrValueKind> kAttrValueKindNames[] = {
+    {AttrValueKind::Bool, "bool", ""},
+    {AttrValueKind::Int, "int", ""},
+    {AttrValueKind::Number, "number", "an int or a float"},
+    {AttrValueKind::String, "string", ""},
+    {AttrValueKind::StringList, "string list", ""},
+    {AttrValueKind::SymbolList, "symbol list", ""},
+    {AttrValueKind::IntList, "int list", ""},
+    {AttrValueKind::NameList, "list of names", "symbols or strings"},
+    {AttrValueKind::Dict, "dict", ""},
+    {AttrValueKind::Any, "any (checked by its reader)", ""},
+};
 /// `bool`, `int`, `number`, `string`, `string list`, ...
-llvm::StringRef stringifyAttrValueKind(AttrValueKind kind);
+inline llvm::StringRef stringifyAttrValueKind(AttrValueKind kind) {
+  return stringifyEnum<AttrValueKind>(kAttrValueKindNames, kind);
+}
+
+/// The spellings of AttrHost, in the order the docs table lists hosts.
+inline constexpr EnumName<AttrHost> kAttrHostNames[] = {
+    {AttrHost::Module, "module", ""},
+    {AttrHost::Entity, "entity", ""},
+    {AttrHost::Test, "test", ""},
+    {AttrHost::Evidence, "evidence", "an evidence record"},
+    {AttrHost::Change, "change", ""},
+    {AttrHost::ChangedFile, "changed file", ""},
+};
 /// `module`, `entity`, `test`, `evidence`, `change`, `changed file`.
-llvm::StringRef stringifyAttrHost(AttrHost host);
+inline llvm::StringRef stringifyAttrHost(AttrHost host) {
+  return stringifyEnum<AttrHost>(kAttrHostNames, host);
+}
 /// True when \p value is of \p kind.
 bool isOfKind(const Attribute &value, AttrValueKind kind);
 
