@@ -344,3 +344,26 @@ def test_plan_explain_change_policy_and_python(repo, tmp_path):
     bad = fastci("plan", "--repo", repo, "--base", "HEAD~1", "-o", plan_file,
                  "--change-policy", tmp_path / "nope.yaml", cwd=repo, expect=2)
     assert "change policy" in bad.stderr and "does not exist" in bad.stderr
+
+
+def test_explain_pruned_test_names_its_witnesses():
+    sys.path.insert(0, str(ROOT / "python"))
+    from fastci.cli import DriverError, explain_test
+    module = {"tests": [
+        {"name": "gpt_tp2_copy", "attributes": {
+            "selected": True, "pruned": True, "rule": "executes",
+            "reason": "its evidence runs changed @\"pkg.a.f\"",
+            "pruned_by": [{"$symbol": "gpt_tp2"}],
+            "witnesses": {"pkg.a.f": {"$symbol": "gpt_tp2"}},
+            "evidence": "fresh"}},
+        {"name": "unplanned", "attributes": {}}]}
+    text = explain_test(module, "gpt_tp2_copy").splitlines()
+    assert text == [
+        "gpt_tp2_copy: pruned (selected by rule executes: its evidence runs "
+        "changed @\"pkg.a.f\")",
+        "  covered by: gpt_tp2",
+        "  witness: pkg.a.f is run by gpt_tp2",
+        "  evidence: fresh"]
+    assert explain_test(module, "unplanned") == "unplanned: selection did not run"
+    with pytest.raises(DriverError, match="no test 'gpt'"):
+        explain_test(module, "gpt")
