@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangeMapper.h"
+#include "fastci/Diff/DiffAttrs.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -142,7 +143,8 @@ public:
       const Entity &entity = module->getEntity(id);
       uint32_t start = getClaimStart(entity);
       Attribute decorators = entity.attrs.get("decorators");
-      if (readSource && *readSource && !entity.attrs.lookup("decorator_line") &&
+      if (readSource && *readSource &&
+          !entity.attrs.lookup(diff::attr::kDecoratorLine) &&
           decorators.isList() && !decorators.getList().empty()) {
         if (!text) {
           text = (*readSource)(path);
@@ -192,7 +194,8 @@ public:
   /// decorator above the `def`, else its own first line.
   static uint32_t getClaimStart(const Entity &entity) {
     uint32_t start = entity.range.startLine;
-    if (std::optional<int64_t> line = entity.attrs.get("decorator_line").asInt())
+    if (std::optional<int64_t> line =
+            entity.attrs.get(diff::attr::kDecoratorLine).asInt())
       if (*line > 0 && *line <= int64_t(start))
         return uint32_t(*line);
     Attribute decorators = entity.attrs.get("decorators");
@@ -581,8 +584,9 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
     change.entityKind = EntityKind::Module;
     change.symbol = mapper.namer.getName(newPath);
     change.file = change.fileAfter = newPath.str();
-    change.attrs.set("reason", Attribute::getString("file not in the module"));
-    record.attrs.set("in_module", Attribute::getBool(false));
+    change.attrs.set(diff::attr::kReason,
+                     Attribute::getString("file not in the module"));
+    record.attrs.set(diff::attr::kInModule, Attribute::getBool(false));
   }
 
   std::string oldModuleName =
@@ -706,14 +710,15 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
       StringRef qualName = newIndex.getQualName(id);
       std::string from =
           isModule ? oldModuleName : oldModuleName + "." + qualName.str();
-      change.attrs.set("moved_from", Attribute::getString(from));
+      change.attrs.set(diff::attr::kMovedFrom, Attribute::getString(from));
     }
-    record.attrs.set("old_module", Attribute::getString(oldModuleName));
+    record.attrs.set(diff::attr::kOldModule,
+                     Attribute::getString(oldModuleName));
   }
 
   mapper.stats.changes += pending.size() - firstChange;
-  record.attrs.set("category", Attribute::getString("python"));
-  record.attrs.set("decision", Attribute::getString("python"));
+  record.attrs.set(diff::attr::kCategory, Attribute::getString("python"));
+  record.attrs.set(diff::attr::kDecision, Attribute::getString("python"));
   std::string reason =
       llvm::formatv("{0} changed entities", pending.size() - firstChange);
   if (file.isModeChangeOnly())
@@ -722,11 +727,11 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
       file.status != FileStatus::Copied)
     reason += "; old version unknown, so every touched entity counts as "
               "modified";
-  record.attrs.set("reason", Attribute::getString(reason));
+  record.attrs.set(diff::attr::kReason, Attribute::getString(reason));
   if (newIndex.isKnown() && newIndex.moduleEntity != kNoEntity)
-    record.attrs.set("module",
-                     Attribute::getString(newIndex.get(newIndex.moduleEntity)
-                                              .symbol));
+    record.attrs.set(
+        diff::attr::kModule,
+        Attribute::getString(newIndex.get(newIndex.moduleEntity).symbol));
 }
 
 //===----------------------------------------------------------------------===//
@@ -775,8 +780,8 @@ static bool mentionsPath(const AttrDict &attrs, StringRef path) {
 void ChangeMapper::Impl::forceAll(ChangedFile &record,
                                   const llvm::Twine &reason) {
   std::string text = reason.str();
-  record.attrs.set("decision", Attribute::getString("all"));
-  record.attrs.set("reason", Attribute::getString(text));
+  record.attrs.set(diff::attr::kDecision, Attribute::getString("all"));
+  record.attrs.set(diff::attr::kReason, Attribute::getString(text));
   allReasons.push_back((record.path + ": " + text).str());
   ++mapper.stats.filesForcingAll;
 }
@@ -822,13 +827,12 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
     if (referencing.contains(test.index))
       names.push_back(test.name.str());
   if (!names.empty()) {
-    record.attrs.set("decision", Attribute::getString("tests"));
-    record.attrs.set("tests", Attribute::getStringList(names));
-    record.attrs.set("reason",
-                     Attribute::getString(
-                         llvm::formatv("referenced by {0} test(s)",
-                                       names.size())
-                             .str()));
+    record.attrs.set(diff::attr::kDecision, Attribute::getString("tests"));
+    record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
+    record.attrs.set(
+        diff::attr::kReason,
+        Attribute::getString(
+            llvm::formatv("referenced by {0} test(s)", names.size()).str()));
     return;
   }
   if (rule.fallbackTags.empty())
@@ -845,14 +849,15 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
     return forceAll(record, "no test references '" + path +
                                 "' and no test carries the fallback tags '" +
                                 tags + "'");
-  record.attrs.set("decision", Attribute::getString("tests"));
-  record.attrs.set("tests", Attribute::getStringList(names));
-  record.attrs.set("tags", Attribute::getStringList(rule.fallbackTags));
-  record.attrs.set("reason",
-                   Attribute::getString(("no test references '" + path +
-                                         "'; falling back to tests tagged '" +
-                                         tags + "'")
-                                            .str()));
+  record.attrs.set(diff::attr::kDecision, Attribute::getString("tests"));
+  record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
+  record.attrs.set(diff::attr::kTags,
+                   Attribute::getStringList(rule.fallbackTags));
+  record.attrs.set(
+      diff::attr::kReason,
+      Attribute::getString(("no test references '" + path +
+                            "'; falling back to tests tagged '" + tags + "'")
+                               .str()));
 }
 
 /// The name a native extension built from \p name is imported under, with
@@ -926,14 +931,15 @@ void ChangeMapper::Impl::mapExtension(const FileDiff &file,
     change.entityKind = module.getEntity(id).kind;
     change.symbol = name;
     change.file = module.getFilePath(id).str();
-    change.attrs.set("via", Attribute::getString(path));
+    change.attrs.set(diff::attr::kVia, Attribute::getString(path));
     ++mapper.stats.changes;
   }
-  record.attrs.set("decision", Attribute::getString("modules"));
-  record.attrs.set("modules", Attribute::getStringList(modules));
+  record.attrs.set(diff::attr::kDecision, Attribute::getString("modules"));
+  record.attrs.set(diff::attr::kModules, Attribute::getStringList(modules));
   if (!extensions.empty())
-    record.attrs.set("extensions", Attribute::getStringList(extensions));
-  record.attrs.set("reason",
+    record.attrs.set(diff::attr::kExtensions,
+                     Attribute::getStringList(extensions));
+  record.attrs.set(diff::attr::kReason,
                    Attribute::getString("native source of modules " + how));
 }
 
@@ -951,9 +957,10 @@ void ChangeMapper::Impl::pairMoves() {
 void ChangeMapper::Impl::pair(PendingChange &old, PendingChange &change,
                               bool sameScope, std::vector<MovePair> &pairs) {
   change.kind = sameScope ? ChangeKind::Renamed : ChangeKind::Moved;
-  change.attrs.set("moved_from", Attribute::getString(old.symbol));
+  change.attrs.set(diff::attr::kMovedFrom, Attribute::getString(old.symbol));
   if (old.file != change.file)
-    change.attrs.set("moved_from_file", Attribute::getString(old.file));
+    change.attrs.set(diff::attr::kMovedFromFile,
+                     Attribute::getString(old.file));
   // What the old entity lost is what the moved one's old self lost.
   llvm::append_range(change.removedLines, old.lines);
   change.removedSpan = old.span;
@@ -1138,9 +1145,10 @@ void ChangeMapper::Impl::pairBySimilarity(std::vector<MovePair> &pairs) {
         if (old.dropped || change.kind != ChangeKind::Added)
           continue;
         pair(old, change, old.parentQualName == change.parentQualName, pairs);
-        change.attrs.set("modified", Attribute::getBool(true));
-        change.attrs.set("similarity", Attribute::getInt(int64_t(
-                                           candidate.similarity * 100 + 0.5)));
+        change.attrs.set(diff::attr::kModified, Attribute::getBool(true));
+        change.attrs.set(
+            diff::attr::kSimilarity,
+            Attribute::getInt(int64_t(candidate.similarity * 100 + 0.5)));
         ++mapper.stats.editedMoves;
         progress = true;
       }
@@ -1181,11 +1189,12 @@ void ChangeMapper::Impl::moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs) {
       change.file = change.fileAfter = module.getFilePath(id).str();
       change.hash = member.contentHash;
       change.attrs.set(
-          "moved_from",
+          diff::attr::kMovedFrom,
           Attribute::getString(
               oldSymbol + member.symbol.drop_front(newSymbol.size()).str()));
       if (oldFile != change.file)
-        change.attrs.set("moved_from_file", Attribute::getString(oldFile));
+        change.attrs.set(diff::attr::kMovedFromFile,
+                         Attribute::getString(oldFile));
       ++mapper.stats.changes;
     }
   }
@@ -1214,7 +1223,8 @@ void ChangeMapper::Impl::emit() {
       std::vector<std::string> texts;
       for (const LineRange &range : removed)
         texts.push_back(llvm::formatv("{0}:{1}", range.first, range.last));
-      change.attrs.set("removed_lines", Attribute::getStringList(texts));
+      change.attrs.set(diff::attr::kRemovedLines,
+                       Attribute::getStringList(texts));
     }
     if (pendingChange.kind == ChangeKind::Cosmetic)
       ++mapper.stats.cosmetic;
@@ -1229,28 +1239,29 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
     ChangedFile &record =
         module.addChangedFile(path, stringifyFileStatus(file.status));
     if (!file.oldPath.empty() && file.oldPath != path)
-      record.attrs.set("old_path", Attribute::getString(file.oldPath));
+      record.attrs.set(diff::attr::kOldPath,
+                       Attribute::getString(file.oldPath));
     if (file.isBinary)
-      record.attrs.set("binary", Attribute::getBool(true));
+      record.attrs.set(diff::attr::kBinary, Attribute::getBool(true));
     if (file.oldMode && file.newMode && file.oldMode != file.newMode)
-      record.attrs.set("mode",
-                       Attribute::getString(
-                           formatMode(*file.oldMode) + " -> " +
-                           formatMode(*file.newMode)));
+      record.attrs.set(diff::attr::kMode,
+                       Attribute::getString(formatMode(*file.oldMode) + " -> " +
+                                            formatMode(*file.newMode)));
 
     const PolicyRule *rule = policy.match(path);
     if (!rule) {
-      record.attrs.set("category", Attribute::getString("unknown"));
+      record.attrs.set(diff::attr::kCategory, Attribute::getString("unknown"));
       forceAll(record, "no rule of policy '" + policy.getName() +
                            "' matches '" + path + "'");
       continue;
     }
-    record.attrs.set("category", Attribute::getString(rule->category));
-    record.attrs.set("rule", Attribute::getString(rule->origin));
+    record.attrs.set(diff::attr::kCategory,
+                     Attribute::getString(rule->category));
+    record.attrs.set(diff::attr::kRule, Attribute::getString(rule->origin));
     switch (rule->action) {
     case PolicyAction::Ignore:
-      record.attrs.set("decision", Attribute::getString("ignore"));
-      record.attrs.set("reason",
+      record.attrs.set(diff::attr::kDecision, Attribute::getString("ignore"));
+      record.attrs.set(diff::attr::kReason,
                        Attribute::getString("the policy ignores " +
                                             rule->category + " files"));
       break;
@@ -1264,7 +1275,8 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
       if (!file.newPath.empty())
         diffByNewPath.try_emplace(file.newPath, &file);
       mapPythonFile(file, record);
-      record.attrs.set("category", Attribute::getString(rule->category));
+      record.attrs.set(diff::attr::kCategory,
+                       Attribute::getString(rule->category));
       break;
     case PolicyAction::ReferencingTests:
       mapReferencingTests(file, *rule, record);
@@ -1282,10 +1294,11 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
   emit();
 
   AttrDict &attrs = module.getAttrs();
-  attrs.set("change_policy", Attribute::getString(policy.getName()));
-  attrs.set("policy_all", Attribute::getBool(!allReasons.empty()));
+  attrs.set(diff::attr::kChangePolicy, Attribute::getString(policy.getName()));
+  attrs.set(diff::attr::kPolicyAll, Attribute::getBool(!allReasons.empty()));
   if (!allReasons.empty())
-    attrs.set("policy_all_reasons", Attribute::getStringList(allReasons));
+    attrs.set(diff::attr::kPolicyAllReasons,
+              Attribute::getStringList(allReasons));
   return success();
 }
 

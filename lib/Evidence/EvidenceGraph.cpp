@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/EvidenceGraph.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Evidence/EvidenceMerger.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -22,7 +23,7 @@ using namespace fastci;
 /// The context depth \p module records, or the default.
 static unsigned getRecordedContextDepth(const Module &module) {
   std::optional<int64_t> depth =
-      module.getAttrs().get(evidence_attrs::kContextDepth).asInt();
+      module.getAttrs().get(evidence::attr::kContextDepth).asInt();
   if (!depth || *depth < 1)
     return EvidenceGraph::kDefaultContextDepth;
   return unsigned(std::min<int64_t>(*depth, 1 << 16));

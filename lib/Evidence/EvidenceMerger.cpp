@@ -11,8 +11,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/EvidenceMerger.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Evidence/EvidenceReader.h"
 #include "fastci/Evidence/FrameResolver.h"
+#include "fastci/IR/IRAttrs.h"
 #include "fastci/IR/Parser.h"
 #include "fastci/Pass/Parallel.h"
 #include "llvm/ADT/STLExtras.h"
@@ -59,7 +61,7 @@ std::optional<EvidenceState> fastci::parseEvidenceState(llvm::StringRef name) {
 
 EvidenceState fastci::getEvidenceState(const Test &test) {
   // lookup, not get: get returns a copy, and the name would point into it.
-  const Attribute *attr = test.attrs.lookup(evidence_attrs::kState);
+  const Attribute *attr = test.attrs.lookup(evidence::attr::kState);
   std::optional<llvm::StringRef> name = attr ? attr->asString() : std::nullopt;
   std::optional<EvidenceState> state =
       name ? parseEvidenceState(*name) : std::nullopt;
@@ -227,8 +229,10 @@ public:
   Merger(Module &module, const MergeEvidenceOptions &options,
          DiagnosticEngine &diag, MergeEvidenceStats &stats)
       : module(module), options(options), diag(diag), stats(stats),
-        currentRevision(
-            module.getAttrs().get("revision").asString().value_or("")) {}
+        currentRevision(module.getAttrs()
+                            .get(ir::attr::kRevision)
+                            .asString()
+                            .value_or("")) {}
 
   /// Merges \p file, read from \p path with contents \p buffer.
   void merge(llvm::StringRef path, std::unique_ptr<llvm::MemoryBuffer> buffer,
@@ -299,7 +303,7 @@ TestId Merger::getTest(const EvidenceFile &file, llvm::StringRef path) {
     return kNoTest;
   }
   test = module.addTest(name);
-  module.getTest(test).attrs.set(evidence_attrs::kFromEvidence,
+  module.getTest(test).attrs.set(evidence::attr::kFromEvidence,
                                  Attribute::getBool(true));
   ++stats.addedTests;
   return test;
@@ -396,26 +400,28 @@ void Merger::finish() {
     record.rate = rate;
     record.samples = std::move(sortedSamples[index++]);
     AttrDict &attrs = record.attrs;
-    attrs.set(evidence_attrs::kState,
+    attrs.set(evidence::attr::kState,
               Attribute::getString(stringifyEvidenceState(builder.state)));
-    attrs.set("files", Attribute::getInt(builder.files));
+    attrs.set(evidence::attr::kFiles, Attribute::getInt(builder.files));
     if (builder.pids.size() > 1) {
       std::vector<Attribute> pids;
       for (int64_t pid : builder.pids)
         pids.push_back(Attribute::getInt(pid));
-      attrs.set("pids", Attribute::getList(std::move(pids)));
+      attrs.set(evidence::attr::kPids, Attribute::getList(std::move(pids)));
     }
     if (builder.externalSamples)
-      attrs.set("external_samples", Attribute::getInt(builder.externalSamples));
+      attrs.set(evidence::attr::kExternalSamples,
+                Attribute::getInt(builder.externalSamples));
     if (builder.wallSeconds)
-      attrs.set("wall_seconds", Attribute::getFloat(builder.wallSeconds));
+      attrs.set(evidence::attr::kWallSeconds,
+                Attribute::getFloat(builder.wallSeconds));
     if (!builder.complete)
-      attrs.set("complete", Attribute::getBool(false));
+      attrs.set(evidence::attr::kComplete, Attribute::getBool(false));
     if (builder.state == EvidenceState::Stale) {
-      attrs.set(evidence_attrs::kStaleEntities,
+      attrs.set(evidence::attr::kStaleEntities,
                 Attribute::getStringList(std::vector<std::string>(
                     builder.staleSymbols.begin(), builder.staleSymbols.end())));
-      attrs.set(evidence_attrs::kStaleSamples,
+      attrs.set(evidence::attr::kStaleSamples,
                 Attribute::getInt(builder.staleSamples));
     }
     ++stats.records;
@@ -430,7 +436,7 @@ void Merger::finish() {
   for (const EvidenceRecord &record : module.getEvidence()) {
     if (record.test >= numTests)
       continue;
-    const Attribute *attr = record.attrs.lookup(evidence_attrs::kState);
+    const Attribute *attr = record.attrs.lookup(evidence::attr::kState);
     std::optional<llvm::StringRef> name =
         attr ? attr->asString() : std::nullopt;
     std::optional<EvidenceState> state =
@@ -444,31 +450,31 @@ void Merger::finish() {
                     ? *state
                     : std::max(testState, *state);
     if (const Attribute *symbols =
-            record.attrs.lookup(evidence_attrs::kStaleEntities);
+            record.attrs.lookup(evidence::attr::kStaleEntities);
         symbols && symbols->isList())
       for (const Attribute &symbol : symbols->getList())
         if (symbol.isString())
           staleSymbols[record.test].insert(symbol.getString().str());
     if (std::optional<int64_t> samples =
-            record.attrs.get(evidence_attrs::kStaleSamples).asInt())
+            record.attrs.get(evidence::attr::kStaleSamples).asInt())
       staleSamples[record.test] += *samples;
   }
   for (Test &test : module.getTests()) {
     test.attrs.set(
-        evidence_attrs::kState,
+        evidence::attr::kState,
         Attribute::getString(stringifyEvidenceState(states[test.index])));
-    test.attrs.erase(evidence_attrs::kStaleEntities);
-    test.attrs.erase(evidence_attrs::kStaleSamples);
+    test.attrs.erase(evidence::attr::kStaleEntities);
+    test.attrs.erase(evidence::attr::kStaleSamples);
     if (states[test.index] != EvidenceState::Stale)
       continue;
     const std::set<std::string> &symbols = staleSymbols[test.index];
-    test.attrs.set(evidence_attrs::kStaleEntities,
+    test.attrs.set(evidence::attr::kStaleEntities,
                    Attribute::getStringList(std::vector<std::string>(
                        symbols.begin(), symbols.end())));
-    test.attrs.set(evidence_attrs::kStaleSamples,
+    test.attrs.set(evidence::attr::kStaleSamples,
                    Attribute::getInt(staleSamples[test.index]));
   }
-  module.getAttrs().set(evidence_attrs::kContextDepth,
+  module.getAttrs().set(evidence::attr::kContextDepth,
                         Attribute::getInt(options.contextDepth));
 }
 
@@ -491,8 +497,10 @@ static LogicalResult loadSnapshots(const Inputs &inputs, const Module &current,
       return failure();
     }
     if (snapshot.revision.empty())
-      snapshot.revision =
-          snapshot.module->getAttrs().get("revision").asString().value_or("");
+      snapshot.revision = snapshot.module->getAttrs()
+                              .get(ir::attr::kRevision)
+                              .asString()
+                              .value_or("");
     snapshot.index = std::make_unique<LineIndex>(*snapshot.module);
     snapshot.resolver = std::make_unique<FrameResolver>(
         *snapshot.module, *snapshot.index, current);
@@ -519,7 +527,7 @@ LogicalResult fastci::mergeEvidence(Module &module,
   LineIndex currentIndex(module);
   FrameResolver direct(module, currentIndex);
   std::string currentRevision =
-      module.getAttrs().get("revision").asString().value_or("").str();
+      module.getAttrs().get(ir::attr::kRevision).asString().value_or("").str();
   // The snapshot of a revision; an unversioned snapshot stands for every
   // revision without one of its own. The module's own revision needs none.
   llvm::StringMap<const FrameResolver *> byRevision;

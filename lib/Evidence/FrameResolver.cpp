@@ -82,11 +82,6 @@ EntityId LineIndex::lookup(llvm::StringRef path, uint32_t line) const {
   return file.module != kNoEntity ? file.module : file.file;
 }
 
-EntityId LineIndex::getModuleOf(llvm::StringRef path) const {
-  auto it = files.find(path);
-  return it == files.end() ? kNoEntity : it->second.module;
-}
-
 //===----------------------------------------------------------------------===//
 // Library leaves
 //===----------------------------------------------------------------------===//

@@ -12,6 +12,7 @@
 #include "fastci/Python/FileSummary.h"
 #include "fastci/Python/Pytest.h"
 #include "fastci/Workload/Lowering.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
@@ -369,7 +370,7 @@ LogicalResult Importer::run() {
       for (const WorkloadValue &value : testSummary.workload)
         test.workload.set(value.key, value.value);
       if (testSummary.floors.present)
-        test.attrs.set(kFloorOverridesAttr,
+        test.attrs.set(workload::attr::kFloorOverrides,
                        floorOverridesAttr(testSummary.floors));
       if (testSummary.parametrized)
         test.attrs.set("parametrized", Attribute::getBool(true));

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Select/ChangeSet.h"
+#include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -32,7 +34,7 @@ ChangeSet::ChangeSet(const Module &module)
     }
     relevant.oldSymbols.push_back(change.symbol.str());
     if (std::optional<llvm::StringRef> from =
-            lookupString(change.attrs, "moved_from"))
+            lookupString(change.attrs, diff::attr::kMovedFrom))
       relevant.oldSymbols.push_back(from->str());
     uint64_t lines = 0;
     for (const LineRange &range : change.lines)
@@ -121,7 +123,7 @@ llvm::StringRef fastci::getTestFilePath(const Module &module,
 
 std::optional<EvidenceState>
 fastci::getEvidenceTrust(const Test &test, const EvidenceGraph &graph) {
-  const Attribute *attr = test.attrs.lookup(evidence_attrs::kState);
+  const Attribute *attr = test.attrs.lookup(evidence::attr::kState);
   if (!attr)
     return graph.hasEvidence(test.index) ? EvidenceState::Fresh
                                          : EvidenceState::Missing;

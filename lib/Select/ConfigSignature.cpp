@@ -7,6 +7,7 @@
 #include "fastci/Select/ConfigSignature.h"
 #include "fastci/Select/ChangeSet.h"
 #include "fastci/Workload/Lowering.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -49,7 +50,8 @@ void ConfigSignatureBuilder::appendDialect(const Dialect &dialect,
 std::string ConfigSignatureBuilder::getSignature(const Test &test) const {
   std::string out;
   const Dialect *dialect = nullptr;
-  if (std::optional<llvm::StringRef> name = lookupString(test.attrs, "dialect"))
+  if (std::optional<llvm::StringRef> name =
+          lookupString(test.attrs, workload::attr::kDialect))
     dialect = schema.lookup(*name);
   if (dialect) {
     appendDialect(*dialect, test, out);
@@ -57,7 +59,7 @@ std::string ConfigSignatureBuilder::getSignature(const Test &test) const {
     for (const Dialect &each : schema.dialects)
       appendDialect(each, test, out);
   }
-  Attribute nproc = test.attrs.get("nproc");
+  Attribute nproc = test.attrs.get(workload::attr::kNproc);
   if (!nproc)
     nproc = test.workload.get("nproc");
   out += "nproc=" + (nproc ? nproc.str() : std::string("unset")) + ";";

@@ -10,7 +10,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Select/ContextPruner.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
+#include "fastci/Schedule/ScheduleAttrs.h"
 #include "fastci/Select/ChangeSet.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Select/Selector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -74,14 +77,14 @@ LogicalResult Pruner::classifyTests(DiagnosticEngine &diag) {
   bool ok = true;
   for (const Test &test : module.getTests()) {
     TestInfo &info = tests[test.index];
-    Attribute selected = test.attrs.get(select_attrs::kSelected);
+    Attribute selected = test.attrs.get(select::attr::kSelected);
     if (!selected.isBool() || !selected.getBool())
       continue;
     info.affected = true;
     std::optional<EvidenceState> state = getEvidenceTrust(test, graph);
     if (!state) {
       diag.error(test.loc, "test '" + test.name + "' has evidence state " +
-                               test.attrs.get(evidence_attrs::kState).str() +
+                               test.attrs.get(evidence::attr::kState).str() +
                                "; expected \"fresh\", \"unverified\", "
                                "\"stale\" or \"missing\"");
       ok = false;
@@ -89,13 +92,13 @@ LogicalResult Pruner::classifyTests(DiagnosticEngine &diag) {
     }
     // An unknown or missing rule could be a fallback: keep the test.
     std::optional<SelectionRule> rule = parseSelectionRule(
-        lookupString(test.attrs, select_attrs::kRule).value_or(""));
+        lookupString(test.attrs, select::attr::kRule).value_or(""));
     info.usable = isUsableEvidence(*state);
     info.prunable = rule == SelectionRule::Executes && info.usable;
     info.weight = test.cost.gpuSeconds > 0
                       ? test.cost.gpuSeconds
                       : double(test.cost.gpus) * test.cost.seconds;
-    info.risk = test.attrs.get("risk").asNumber().value_or(0);
+    info.risk = test.attrs.get(schedule::attr::kRisk).asNumber().value_or(0);
   }
   return success(ok);
 }
@@ -217,9 +220,9 @@ void Pruner::writeResults(PruneStats &stats) {
   std::vector<bool> retainedCovers(changes.getChanges().size());
   for (Test &test : module.getTests()) {
     TestInfo &info = tests[test.index];
-    test.attrs.erase(prune_attrs::kPruned);
-    test.attrs.erase(prune_attrs::kPrunedBy);
-    test.attrs.erase(prune_attrs::kWitnesses);
+    test.attrs.erase(select::attr::kPruned);
+    test.attrs.erase(select::attr::kPrunedBy);
+    test.attrs.erase(select::attr::kWitnesses);
     if (!info.affected)
       continue;
     ++stats.affected;
@@ -250,10 +253,10 @@ void Pruner::writeResults(PruneStats &stats) {
     std::vector<Attribute> prunedBy;
     for (TestId witness : witnesses)
       prunedBy.push_back(Attribute::getSymbol(module.getTest(witness).name));
-    test.attrs.set(prune_attrs::kPruned, Attribute::getBool(true));
-    test.attrs.set(prune_attrs::kPrunedBy,
+    test.attrs.set(select::attr::kPruned, Attribute::getBool(true));
+    test.attrs.set(select::attr::kPrunedBy,
                    Attribute::getList(std::move(prunedBy)));
-    test.attrs.set(prune_attrs::kWitnesses,
+    test.attrs.set(select::attr::kWitnesses,
                    Attribute::getDict(std::move(byEntity)));
   }
   stats.pairs = pairChange.size();
@@ -286,13 +289,13 @@ void Pruner::writeResults(PruneStats &stats) {
       {"retained_line_share",
        Attribute::getFloat(
            share(stats.retainedCoveredLines, stats.affectedCoveredLines))}};
-  module.getAttrs().set(prune_attrs::kSummary,
+  module.getAttrs().set(select::attr::kPruningSummary,
                         Attribute::getDict(std::move(summary)));
 }
 
 LogicalResult Pruner::run(DiagnosticEngine &diag, llvm::SMLoc loc,
                           PruneStats &stats) {
-  if (!module.getAttrs().get(select_attrs::kSummary).isDict()) {
+  if (!module.getAttrs().get(select::attr::kSelectionSummary).isDict()) {
     diag.error(loc, "prune-context-equiv needs the selection made by "
                     "select-affected; run select-affected before it");
     return failure();

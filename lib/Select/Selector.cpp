@@ -9,9 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Select/Selector.h"
+#include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Evidence/EvidenceMerger.h"
 #include "fastci/Select/ChangeSet.h"
 #include "fastci/Select/ContextPruner.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Select/StaticReach.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -133,14 +136,14 @@ LogicalResult Selector::readEvidenceStates() {
       states[test.index] = *state;
     } else {
       diag.error(test.loc, "test '" + test.name + "' has evidence state " +
-                               test.attrs.get(evidence_attrs::kState).str() +
+                               test.attrs.get(evidence::attr::kState).str() +
                                "; expected \"fresh\", \"unverified\", "
                                "\"stale\" or \"missing\"");
       ok = false;
       continue;
     }
     if (const Attribute *stale =
-            test.attrs.lookup(evidence_attrs::kStaleEntities);
+            test.attrs.lookup(evidence::attr::kStaleEntities);
         stale && stale->isList())
       for (const Attribute &symbol : stale->getList())
         if (symbol.isString())
@@ -152,8 +155,10 @@ LogicalResult Selector::readEvidenceStates() {
 void Selector::applyPolicy() {
   std::vector<std::string> reasons;
   const AttrDict &attrs = module.getAttrs();
-  if (Attribute all = attrs.get("policy_all"); all.isBool() && all.getBool()) {
-    if (Attribute list = attrs.get("policy_all_reasons"); list.isList())
+  if (Attribute all = attrs.get(diff::attr::kPolicyAll);
+      all.isBool() && all.getBool()) {
+    if (Attribute list = attrs.get(diff::attr::kPolicyAllReasons);
+        list.isList())
       for (const Attribute &reason : list.getList())
         if (reason.isString())
           reasons.push_back(reason.getString().str());
@@ -162,7 +167,7 @@ void Selector::applyPolicy() {
   }
   for (const ChangedFile &file : module.getChangedFiles()) {
     std::optional<llvm::StringRef> decision =
-        lookupString(file.attrs, "decision");
+        lookupString(file.attrs, diff::attr::kDecision);
     if (!decision) {
       diag.warning(file.loc, "changed file '" + file.path +
                                  "' has no policy decision; treating it as "
@@ -171,15 +176,17 @@ void Selector::applyPolicy() {
       continue;
     }
     if (*decision == "all") {
-      std::string why = lookupString(file.attrs, "reason").value_or("").str();
+      std::string why =
+          lookupString(file.attrs, diff::attr::kReason).value_or("").str();
       std::string line = (file.path + ": " + why).str();
       if (!llvm::is_contained(reasons, line))
         reasons.push_back(line);
     } else if (*decision == "tests") {
       if (!options.selectReferenced)
         continue;
-      Attribute names = file.attrs.get("tests");
-      std::string why = lookupString(file.attrs, "reason").value_or("").str();
+      Attribute names = file.attrs.get(diff::attr::kTests);
+      std::string why =
+          lookupString(file.attrs, diff::attr::kReason).value_or("").str();
       for (const Attribute &name :
            names.isList() ? names.getList() : llvm::ArrayRef<Attribute>()) {
         TestId test = name.isString() ? module.lookupTest(name.getString())
@@ -261,7 +268,8 @@ void Selector::applyChange(const RelevantChange &change) {
   const Change &record = changes.getRecord(change);
   std::string changed = quoteSymbol(record.symbol);
   std::string via;
-  if (std::optional<llvm::StringRef> from = lookupString(record.attrs, "via"))
+  if (std::optional<llvm::StringRef> from =
+          lookupString(record.attrs, diff::attr::kVia))
     via = (" (it loads changed '" + *from + "')").str();
 
   llvm::DenseSet<TestId> executing;
@@ -455,14 +463,14 @@ void Selector::writeResults(SelectionStats &stats) {
     bool selected = verdict.rule != SelectionRule::Unaffected;
     stats.selected += selected;
     ++stats.byRule[static_cast<size_t>(verdict.rule)];
-    test.attrs.set(select_attrs::kSelected, Attribute::getBool(selected));
-    test.attrs.set(select_attrs::kRule,
+    test.attrs.set(select::attr::kSelected, Attribute::getBool(selected));
+    test.attrs.set(select::attr::kRule,
                    Attribute::getString(stringifySelectionRule(verdict.rule)));
-    test.attrs.set(select_attrs::kReason, Attribute::getString(verdict.reason));
+    test.attrs.set(select::attr::kReason, Attribute::getString(verdict.reason));
     // A new selection invalidates any earlier pruning.
-    test.attrs.erase(prune_attrs::kPruned);
-    test.attrs.erase(prune_attrs::kPrunedBy);
-    test.attrs.erase(prune_attrs::kWitnesses);
+    test.attrs.erase(select::attr::kPruned);
+    test.attrs.erase(select::attr::kPrunedBy);
+    test.attrs.erase(select::attr::kWitnesses);
   }
   AttrDict byRule;
   for (size_t i = 0; i != kNumSelectionRules; ++i)
@@ -476,12 +484,13 @@ void Selector::writeResults(SelectionStats &stats) {
       {"changes", Attribute::getInt(stats.changes)},
       {"by_rule", Attribute::getDict(std::move(byRule))}};
   AttrDict &attrs = module.getAttrs();
-  attrs.set(select_attrs::kSummary, Attribute::getDict(std::move(summary)));
-  attrs.erase(prune_attrs::kSummary);
+  attrs.set(select::attr::kSelectionSummary,
+            Attribute::getDict(std::move(summary)));
+  attrs.erase(select::attr::kPruningSummary);
   if (unreached.empty())
-    attrs.erase(select_attrs::kUnreached);
+    attrs.erase(select::attr::kUnreached);
   else
-    attrs.set(select_attrs::kUnreached, Attribute::getStringList(unreached));
+    attrs.set(select::attr::kUnreached, Attribute::getStringList(unreached));
 }
 
 LogicalResult Selector::run(SelectionStats &stats) {

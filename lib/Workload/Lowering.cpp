@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Workload/Lowering.h"
 #include "fastci/Support/YAML.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include <algorithm>
@@ -196,7 +197,7 @@ void LoweringSearch::readOriginalValues() {
   for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
     const Dimension &dim = dialect.dimensions[i];
     if (dim.source == "nproc") {
-      Attribute nproc = test.attrs.get("nproc");
+      Attribute nproc = test.attrs.get(workload::attr::kNproc);
       if (nproc.isInt())
         original[i] = nproc.getInt();
       else if (test.cost.gpus > 0)
@@ -261,8 +262,8 @@ std::string LoweringSearch::pinReason(const Dimension &dim) const {
       return "scope " + name.str();
   if (!dim.lower)
     return "not lowered by the schema";
-  bool hasGolden = test.attrs.contains("golden");
-  Attribute tolerant = test.attrs.get("tolerant");
+  bool hasGolden = test.attrs.contains(workload::attr::kGolden);
+  Attribute tolerant = test.attrs.get(workload::attr::kTolerant);
   bool isTolerant = tolerant.isBool() && tolerant.getBool();
   if (hasGolden && !isTolerant && dim.role != DimensionRole::Steps)
     return "golden values (test not tolerant)";
@@ -495,7 +496,7 @@ LoweringResult LoweringSearch::runSearch() {
   if (useFloors && !floors.empty())
     explainFloors(result);
 
-  bool hasGolden = test.attrs.contains("golden");
+  bool hasGolden = test.attrs.contains(workload::attr::kGolden);
   for (size_t i : variables) {
     const Dimension &dim = dialect.dimensions[i];
     if (current[i] == original[i]) {
@@ -610,7 +611,7 @@ std::optional<std::vector<FloorOverride>>
 fastci::readFloorOverrides(const Test &test, const Dialect &dialect,
                            DiagnosticEngine &diag) {
   std::vector<FloorOverride> overrides;
-  Attribute attr = test.attrs.get(kFloorOverridesAttr);
+  Attribute attr = test.attrs.get(workload::attr::kFloorOverrides);
   if (!attr)
     return overrides;
   auto fail = [&](const llvm::Twine &message) {
@@ -618,7 +619,7 @@ fastci::readFloorOverrides(const Test &test, const Dialect &dialect,
     return std::nullopt;
   };
   if (!attr.isDict())
-    return fail(llvm::Twine("'") + kFloorOverridesAttr +
+    return fail(llvm::Twine("'") + workload::attr::kFloorOverrides +
                 "' must map floor names to overrides");
   std::vector<llvm::StringRef> names;
   for (const Constraint &c : dialect.floors)

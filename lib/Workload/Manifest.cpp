@@ -10,6 +10,7 @@
 #include "fastci/Workload/Manifest.h"
 #include "fastci/Support/YAML.h"
 #include "fastci/Workload/Lowering.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -137,7 +138,7 @@ private:
       std::optional<int64_t> value = nproc->getAsInt();
       if (!value || *value < 1)
         return error(*nproc, "'nproc' must be a positive integer");
-      test.attrs.set("nproc", Attribute::getInt(*value));
+      test.attrs.set(workload::attr::kNproc, Attribute::getInt(*value));
     }
     for (llvm::StringRef key : {"model_args", "workload"}) {
       if (const YAMLNode *args = field(node, key); args && !args->isNull()) {
@@ -150,7 +151,8 @@ private:
     if (const YAMLNode *scope = field(node, "scope")) {
       if (failed(readStringList(*scope, test.scope)))
         return failure();
-      test.attrs.set("scope_source", Attribute::getString("declared"));
+      test.attrs.set(workload::attr::kScopeSource,
+                     Attribute::getString("declared"));
     }
     if (const YAMLNode *tags = field(node, "tags"))
       if (failed(readStringList(*tags, test.tags)))
@@ -160,14 +162,16 @@ private:
       if (!llvm::is_contained(test.tags, type->scalar))
         test.tags.push_back(type->scalar);
     if (const YAMLNode *command = field(node, "command"))
-      test.attrs.set("command", Attribute::getString(command->scalar));
+      test.attrs.set(workload::attr::kCommand,
+                     Attribute::getString(command->scalar));
     if (const YAMLNode *golden = field(node, "golden"))
-      test.attrs.set("golden", Attribute::getString(golden->scalar));
+      test.attrs.set(workload::attr::kGolden,
+                     Attribute::getString(golden->scalar));
     if (const YAMLNode *tolerant = field(node, "tolerant")) {
       std::optional<bool> value = tolerant->getAsBool();
       if (!value)
         return error(*tolerant, "'tolerant' must be true or false");
-      test.attrs.set("tolerant", Attribute::getBool(*value));
+      test.attrs.set(workload::attr::kTolerant, Attribute::getBool(*value));
     }
     if (const YAMLNode *env = field(node, "env")) {
       if (!env->isMapping())
@@ -175,19 +179,20 @@ private:
       AttrDict vars;
       for (const auto &[name, value] : env->entries)
         vars.set(name.scalar, Attribute::getString(value.scalar));
-      test.attrs.set("env", Attribute::getDict(std::move(vars)));
+      test.attrs.set(workload::attr::kEnv, Attribute::getDict(std::move(vars)));
     }
     if (const YAMLNode *floors = field(node, "floors")) {
       AttrDict overrides;
       if (failed(readFloorOverrideSpec(*floors, overrides, diag)))
         return failure();
-      test.attrs.set(kFloorOverridesAttr,
+      test.attrs.set(workload::attr::kFloorOverrides,
                      Attribute::getDict(std::move(overrides)));
     }
     const YAMLNode *dialect = field(node, "dialect");
     std::string dialectName = dialect ? dialect->scalar : defaultDialect;
     if (!dialectName.empty())
-      test.attrs.set("dialect", Attribute::getString(dialectName));
+      test.attrs.set(workload::attr::kDialect,
+                     Attribute::getString(dialectName));
     return success();
   }
 
@@ -264,21 +269,21 @@ private:
       AttrDict vars;
       for (const auto &[name, value] : env->entries)
         vars.set(name.scalar, Attribute::getString(value.scalar));
-      test.attrs.set("env", Attribute::getDict(std::move(vars)));
+      test.attrs.set(workload::attr::kEnv, Attribute::getDict(std::move(vars)));
     }
     if (const YAMLNode *type = root->get("TEST_TYPE"); type && type->isScalar())
       if (!llvm::is_contained(test.tags, type->scalar))
         test.tags.push_back(type->scalar);
-    test.attrs.set("dialect", Attribute::getString("megatron"));
-    test.attrs.set("config", Attribute::getString(path));
+    test.attrs.set(workload::attr::kDialect, Attribute::getString("megatron"));
+    test.attrs.set(workload::attr::kConfig, Attribute::getString(path));
     llvm::SmallString<256> golden(dir);
     llvm::sys::path::append(golden, "golden_values_dev_dgx_h100.json");
     if (llvm::sys::fs::exists(golden))
-      test.attrs.set("golden", Attribute::getString(golden));
+      test.attrs.set(workload::attr::kGolden, Attribute::getString(golden));
     // Megatron's CI runs these on one node of 8 GPUs unless told otherwise.
     if (test.cost.gpus == 0) {
       test.cost.gpus = 8;
-      test.attrs.set("nproc", Attribute::getInt(8));
+      test.attrs.set(workload::attr::kNproc, Attribute::getInt(8));
     }
     return success();
   }

@@ -10,7 +10,9 @@
 #include "fastci/IR/Module.h"
 #include "fastci/Pass/Pass.h"
 #include "fastci/Pass/PassRegistry.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Workload/Lowering.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -89,8 +91,8 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
 
   /// True unless an earlier pass decided the test does not run.
   static bool runs(const Test &test) {
-    Attribute selected = test.attrs.get("selected");
-    Attribute pruned = test.attrs.get("pruned");
+    Attribute selected = test.attrs.get(select::attr::kSelected);
+    Attribute pruned = test.attrs.get(select::attr::kPruned);
     return !(selected.isBool() && !selected.getBool()) &&
            !(pruned.isBool() && pruned.getBool());
   }
@@ -100,11 +102,11 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
       // Floor overrides are checked on every test that has them, run or
       // not, so a misspelt floor fails the first pipeline, not the first
       // merge request that selects the test.
-      bool hasOverrides = test.attrs.contains(kFloorOverridesAttr);
+      bool hasOverrides = test.attrs.contains(workload::attr::kFloorOverrides);
       bool lowers = !test.workload.empty() && runs(test);
       if (!lowers && !hasOverrides)
         continue;
-      Attribute dialectAttr = test.attrs.get("dialect");
+      Attribute dialectAttr = test.attrs.get(workload::attr::kDialect);
       llvm::StringRef dialectName =
           dialectAttr.isString() ? dialectAttr.getString()
                                  : llvm::StringRef(defaultDialect.getValue());
@@ -123,7 +125,8 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
         continue;
       if (test.scope.empty() && inferScopes) {
         test.scope = inferScope(test.name, *dialect);
-        test.attrs.set("scope_source", Attribute::getString("inferred"));
+        test.attrs.set(workload::attr::kScopeSource,
+                       Attribute::getString("inferred"));
         ++numInferred;
       }
       LoweringOptions options;
@@ -136,27 +139,38 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
 
   /// Writes \p result onto \p test.
   void record(Test &test, const LoweringResult &result) {
-    test.attrs.set("lowered", Attribute::getBool(result.lowered));
+    test.attrs.set(workload::attr::kLowered,
+                   Attribute::getBool(result.lowered));
     if (!result.pinned.empty())
-      test.attrs.set("pinned", Attribute::getDict(result.pinned));
+      test.attrs.set(workload::attr::kPinned,
+                     Attribute::getDict(result.pinned));
     if (!result.floors.empty())
-      test.attrs.set("floors", Attribute::getDict(result.floors));
+      test.attrs.set(workload::attr::kFloors,
+                     Attribute::getDict(result.floors));
     if (!result.lowered) {
       ++numKept;
-      test.attrs.set("lowering_reason", Attribute::getString(result.reason));
+      test.attrs.set(workload::attr::kLoweringReason,
+                     Attribute::getString(result.reason));
       return;
     }
     ++numLowered;
-    test.attrs.set("overrides", Attribute::getDict(result.overrides));
-    if (test.attrs.contains("command") || test.attrs.contains("config"))
-      test.attrs.set("override_args", commandLineOverrides(result.overrides));
+    test.attrs.set(workload::attr::kOverrides,
+                   Attribute::getDict(result.overrides));
+    if (test.attrs.contains(workload::attr::kCommand) ||
+        test.attrs.contains(workload::attr::kConfig))
+      test.attrs.set(workload::attr::kOverrideArgs,
+                     commandLineOverrides(result.overrides));
     else
-      test.attrs.set("override_env", environmentOverrides(result.overrides));
+      test.attrs.set(workload::attr::kOverrideEnv,
+                     environmentOverrides(result.overrides));
     if (result.goldenSteps)
-      test.attrs.set("golden_steps", Attribute::getInt(*result.goldenSteps));
+      test.attrs.set(workload::attr::kGoldenSteps,
+                     Attribute::getInt(*result.goldenSteps));
     if (result.goldenInvalidated)
-      test.attrs.set("golden_invalidated", Attribute::getBool(true));
-    test.attrs.set("original_seconds", Attribute::getFloat(test.cost.seconds));
+      test.attrs.set(workload::attr::kGoldenInvalidated,
+                     Attribute::getBool(true));
+    test.attrs.set(workload::attr::kOriginalSeconds,
+                   Attribute::getFloat(test.cost.seconds));
     test.cost.seconds = result.predictedSeconds;
     test.cost.gpuSeconds = double(test.cost.gpus) * result.predictedSeconds;
   }

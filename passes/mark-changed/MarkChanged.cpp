@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangeMapper.h"
+#include "fastci/Diff/DiffAttrs.h"
 #include "fastci/Diff/GitRunner.h"
 #include "fastci/IR/Module.h"
 #include "fastci/IR/Parser.h"
@@ -156,7 +157,7 @@ LogicalResult MarkChangedPass::readPatch(Patch &patch,
   DiagnosticEngine &diag = getDiagnostics();
   Module &module = getModule();
   if (!diffFile.getValue().empty()) {
-    module.getAttrs().set("change_source",
+    module.getAttrs().set(diff::attr::kChangeSource,
                           Attribute::getString(diffFile.getValue()));
     return parseUnifiedDiffFile(diffFile.getValue(), diag, patch);
   }
@@ -178,7 +179,7 @@ LogicalResult MarkChangedPass::readPatch(Patch &patch,
     return fail("mark-changed: " + llvm::toString(text.takeError()));
   std::string name = "git diff " + baseRev.getValue() + "..." +
                      headRev.getValue();
-  module.getAttrs().set("change_source", Attribute::getString(name));
+  module.getAttrs().set(diff::attr::kChangeSource, Attribute::getString(name));
   unsigned id =
       diag.addBuffer(llvm::MemoryBuffer::getMemBufferCopy(*text, name));
   return parseUnifiedDiff(id, diag, patch);
@@ -256,7 +257,7 @@ MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
         // With the text at hand, place decorators spanning several lines.
         if (std::optional<uint32_t> line = findDecoratorStart(
                 *text, entity.range.startLine, entity.decorators.size()))
-          old->getEntity(id).attrs.set("decorator_line",
+          old->getEntity(id).attrs.set(diff::attr::kDecoratorLine,
                                        Attribute::getInt(*line));
       }
       ids.push_back(id);
@@ -274,7 +275,7 @@ void MarkChangedPass::runOnModule() {
   std::string mergeBase;
   LogicalResult read = readPatch(patch, git, mergeBase);
   if (git)
-    module.getAttrs().set("git_commands",
+    module.getAttrs().set(diff::attr::kGitCommands,
                           Attribute::getStringList(git->getCommands()));
   if (failed(read))
     return signalPassFailure();
@@ -284,7 +285,7 @@ void MarkChangedPass::runOnModule() {
   if (!old)
     return signalPassFailure();
   if (git)
-    module.getAttrs().set("git_commands",
+    module.getAttrs().set(diff::attr::kGitCommands,
                           Attribute::getStringList(git->getCommands()));
   if (verbose && git)
     for (const std::string &command : git->getCommands())
@@ -333,8 +334,8 @@ void MarkChangedPass::runOnModule() {
     for (const ChangedFile &file : module.getChangedFiles())
       diag.emit(Severity::Remark, getLoc(),
                 "mark-changed: " + file.path + ": " +
-                    file.attrs.get("decision").str() + " (" +
-                    file.attrs.get("reason").str() + ")");
+                    file.attrs.get(diff::attr::kDecision).str() + " (" +
+                    file.attrs.get(diff::attr::kReason).str() + ")");
 }
 
 namespace fastci {

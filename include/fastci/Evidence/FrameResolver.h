@@ -36,9 +36,6 @@ public:
   /// kNoEntity only when \p path is not a file of the module.
   EntityId lookup(llvm::StringRef path, uint32_t line) const;
 
-  /// The Python module entity of file \p path, or kNoEntity.
-  EntityId getModuleOf(llvm::StringRef path) const;
-
 private:
   /// One entity's line range; \c enclosing is the index of the nearest
   /// interval containing it (or kNone), which makes the sorted interval list

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/EvidenceGraph.h"
 #include "TestModule.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Evidence/EvidenceMerger.h"
 #include "gtest/gtest.h"
 
@@ -84,7 +85,7 @@ TEST_F(EvidenceGraphTest, EdgesContextsAndCallees) {
 
 TEST_F(EvidenceGraphTest, ContextDepthComesFromTheModule) {
   addSample({testX, outer, inner}, 1);
-  module->getAttrs().set(evidence_attrs::kContextDepth, Attribute::getInt(2));
+  module->getAttrs().set(evidence::attr::kContextDepth, Attribute::getInt(2));
   EvidenceGraph graph(*module);
   EXPECT_EQ(graph.getContextDepth(), 2u);
   const EvidenceGraph::EntityUse *use = graph.lookup(test, entity(kInner));

@@ -17,6 +17,7 @@
 #include "fastci/Evidence/EvidenceMerger.h"
 #include "fastci/Select/ChangeSet.h"
 #include "fastci/Select/ContextPruner.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Select/Selector.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -87,7 +88,7 @@ std::unique_ptr<Module> buildRandomModule(std::mt19937_64 &rng) {
     static const char *states[] = {"fresh",      "fresh", "fresh",
                                    "unverified", "stale", "missing"};
     const char *state = states[pick(6)];
-    test.attrs.set(evidence_attrs::kState, Attribute::getString(state));
+    test.attrs.set(evidence::attr::kState, Attribute::getString(state));
     if (llvm::StringRef(state) == "missing")
       continue;
     EvidenceRecord &record = m.addEvidence(id);
@@ -192,7 +193,7 @@ void checkCase(uint64_t seed, const ConfigSignatureBuilder &signatures) {
   auto usable = [&](const fastci::Test &test) {
     return isUsableEvidence(
         parseEvidenceState(
-            test.attrs.get(evidence_attrs::kState).asString().value_or(""))
+            test.attrs.get(evidence::attr::kState).asString().value_or(""))
             .value_or(EvidenceState::Missing));
   };
   for (const fastci::Test &test : m.getTests()) {

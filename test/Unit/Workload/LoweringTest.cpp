@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Workload/Lowering.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
@@ -241,7 +242,8 @@ TEST_F(LoweringTest, ReadsAndChecksFloorOverrides) {
                 Attribute::getDict({{"off", Attribute::getString("why")}}));
   overrides.set("compared-steps",
                 Attribute::getDict({{"at-least", Attribute::getInt(8)}}));
-  test.attrs.set(kFloorOverridesAttr, Attribute::getDict(overrides));
+  test.attrs.set(workload::attr::kFloorOverrides,
+                 Attribute::getDict(overrides));
   std::optional<std::vector<FloorOverride>> read =
       readFloorOverrides(test, *megatron, diag);
   ASSERT_TRUE(read.has_value());
@@ -256,7 +258,8 @@ TEST_F(LoweringTest, ReadsAndChecksFloorOverrides) {
 
   overrides.set("model-widht",
                 Attribute::getDict({{"off", Attribute::getString("why")}}));
-  test.attrs.set(kFloorOverridesAttr, Attribute::getDict(overrides));
+  test.attrs.set(workload::attr::kFloorOverrides,
+                 Attribute::getDict(overrides));
   EXPECT_FALSE(readFloorOverrides(test, *megatron, diag).has_value());
   EXPECT_NE(errors.find("unknown floor 'model-widht'"), std::string::npos);
 }
