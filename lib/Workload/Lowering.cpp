@@ -488,8 +488,9 @@ bool LoweringSearch::constraintApplies(const Constraint &c,
     return false;
   if (!c.when.empty() && valueOf(values, c.when).value_or(0) == 0)
     return false;
-  if (!c.unless.empty() && valueOf(values, c.unless).value_or(0) != 0)
-    return false;
+  for (const std::string &name : c.unless)
+    if (valueOf(values, name).value_or(0) != 0)
+      return false;
   return true;
 }
 
@@ -585,7 +586,7 @@ bool LoweringSearch::decided(const Constraint &c, size_t variable) const {
     return false;
   if (!c.when.empty() && !isDecided(c.when))
     return false;
-  if (!c.unless.empty() && !isDecided(c.unless))
+  if (!llvm::all_of(c.unless, isDecided))
     return false;
   return llvm::all_of(c.operands, isDecided) &&
          llvm::all_of(c.denominators, isDecided);
@@ -733,7 +734,8 @@ LoweringResult LoweringSearch::runSearch() {
       continue;
     if (dim.role == DimensionRole::Steps && dim.costExponent >= 1)
       result.goldenSteps = *current[i];
-    else if (dim.role != DimensionRole::Steps)
+    else if (dim.role != DimensionRole::Steps &&
+             dim.role != DimensionRole::Checkpoint)
       result.goldenInvalidated = true;
   }
   if (!result.lowered) {

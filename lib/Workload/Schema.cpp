@@ -459,8 +459,14 @@ private:
       constraint.when = when->scalar;
     if (const YAMLNode *scope = node.get("if-scope"))
       constraint.ifScope = scope->scalar;
-    if (const YAMLNode *unless = node.get("unless"))
-      constraint.unless = unless->scalar;
+    if (const YAMLNode *unless = node.get("unless")) {
+      std::optional<std::vector<std::string>> names =
+          unless->isScalar() ? std::optional(std::vector{unless->scalar})
+                             : readNames(*unless);
+      if (!names)
+        return std::nullopt;
+      constraint.unless = std::move(*names);
+    }
     if (const YAMLNode *types = node.get("if-test-type")) {
       std::optional<std::vector<std::string>> names =
           types->isScalar() ? std::optional(std::vector{types->scalar})
@@ -540,8 +546,7 @@ private:
       used.push_back(constraint.value);
     if (!constraint.when.empty())
       used.push_back(constraint.when);
-    if (!constraint.unless.empty())
-      used.push_back(constraint.unless);
+    llvm::append_range(used, constraint.unless);
     for (const std::string &name : used)
       if (!dialect.lookup(name))
         return error(node, "constraint names undeclared dimension '" + name +

@@ -112,9 +112,9 @@ struct Constraint {
   std::string when;
   /// The constraint applies only to tests whose scope includes this.
   std::string ifScope;
-  /// The constraint applies only when this dimension is zero or absent
-  /// (`--moe-router-pre-softmax` lifts the top-k rule).
-  std::string unless;
+  /// The constraint applies only when these dimensions are all zero or
+  /// absent (`--moe-router-pre-softmax` lifts the top-k rule).
+  std::vector<std::string> unless;
   /// The constraint applies only to tests of these harness test types
   /// (Megatron's TEST_TYPE); empty for all.
   std::vector<std::string> ifTestTypes;
