@@ -86,7 +86,8 @@ static std::optional<std::string> splitWords(llvm::StringRef text,
 /// braces, as in Python's str.format, which the manifest's runner uses).
 static std::optional<std::string>
 expandWord(llvm::StringRef word, llvm::StringRef python, llvm::StringRef nproc,
-           llvm::ArrayRef<std::string> args, std::string &result) {
+           llvm::ArrayRef<std::string> args, llvm::StringRef config,
+           std::string &result) {
   for (size_t i = 0, e = word.size(); i < e; ++i) {
     char c = word[i];
     if ((c == '{' || c == '}') && i + 1 < e && word[i + 1] == c) {
@@ -110,9 +111,15 @@ expandWord(llvm::StringRef word, llvm::StringRef python, llvm::StringRef nproc,
       result += nproc;
     else if (name == "args")
       result += llvm::join(args, " ");
+    else if (name == "config" && !config.empty())
+      result += config;
+    else if (name == "config")
+      return std::string("'{config}' in the command template of a test that "
+                         "was not imported from a Megatron configuration");
     else
       return "unknown placeholder '{" + name.str() +
-             "}' in command template (expected {python}, {nproc} or {args})";
+             "}' in command template (expected {python}, {nproc}, {args} or "
+             "{config})";
     i = close;
   }
   return std::nullopt;
@@ -121,7 +128,7 @@ expandWord(llvm::StringRef word, llvm::StringRef python, llvm::StringRef nproc,
 std::optional<std::string>
 fastci::renderCommand(llvm::StringRef commandTemplate, llvm::StringRef python,
                       llvm::StringRef nproc, llvm::ArrayRef<std::string> args,
-                      std::vector<std::string> &argv) {
+                      std::vector<std::string> &argv, llvm::StringRef config) {
   std::vector<std::string> words;
   if (std::optional<std::string> error = splitWords(commandTemplate, words))
     return error;
@@ -136,7 +143,7 @@ fastci::renderCommand(llvm::StringRef commandTemplate, llvm::StringRef python,
     }
     std::string expanded;
     if (std::optional<std::string> error =
-            expandWord(word, python, nproc, args, expanded))
+            expandWord(word, python, nproc, args, config, expanded))
       return error;
     argv.push_back(std::move(expanded));
   }
@@ -170,6 +177,10 @@ public:
     readEnvironment(test.attrs.get("override_env"), planned.env);
     for (const auto &[flag, value] : dictAttr(test, "overrides"))
       planned.overrides[flag] = scalarText(value);
+    planned.goldenSteps = test.attrs.get("golden_steps").asInt();
+    if (Attribute metrics = test.attrs.get("golden_metrics"); metrics.isList())
+      for (const Attribute &metric : metrics.getList())
+        planned.goldenMetrics.push_back(scalarText(metric));
 
     Attribute command = test.attrs.get("command");
     if (!command) {
@@ -187,7 +198,8 @@ public:
     std::string nprocText = nproc ? scalarText(nproc) : "1";
     if (std::optional<std::string> error =
             renderCommand(command.getString(), options.python, nprocText,
-                          renderArgs(test), planned.argv)) {
+                          renderArgs(test), planned.argv,
+                          stringAttr(test, "config"))) {
       diag.error(test.loc, "test '" + test.name + "': " + *error);
       return std::nullopt;
     }

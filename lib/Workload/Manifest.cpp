@@ -325,6 +325,17 @@ private:
     if (failed(readGoldens(test, dir)))
       return failure();
     applyWorldSize(test, name);
+    // run_ci_test.sh:297-304: a config may start MODEL_ARGS' run with its
+    // own GPUs per node (MODEL_ENV_VARS.MODEL_ARGS.GPUS_PER_NODE); the job
+    // still reserves the recipe's GPUs.
+    if (const YAMLNode *vars = root->get("MODEL_ENV_VARS"))
+      if (const YAMLNode *own = vars->get("MODEL_ARGS"))
+        if (const YAMLNode *perNode = own->get("GPUS_PER_NODE"))
+          if (std::optional<int64_t> gpus = perNode->getAsInt(); gpus && *gpus > 0)
+            test.attrs.set("nproc",
+                           Attribute::getInt(*gpus * test.attrs.get(workload::attr::kNodes)
+                                                         .asInt()
+                                                         .value_or(1)));
     return success();
   }
 
@@ -404,6 +415,18 @@ private:
     if (test.cost.gpus != 0 || test.attrs.contains("nproc"))
       return;
     int64_t nodes = 1, perNode = 8;
+    // A test no recipe runs (release tests at the pinned commit) needs at
+    // least the GPUs of its parallel layout: Megatron requires the world to
+    // be a multiple of tp x pp x cp (parallel_state.py), so it gets the
+    // fewest 8-GPU nodes that hold one model replica.
+    int64_t replica = 1;
+    for (llvm::StringRef flag :
+         {"--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+          "--context-parallel-size"})
+      if (std::optional<int64_t> degree = test.workload.get(flag).asInt();
+          degree && *degree > 0)
+        replica *= *degree;
+    nodes = std::max<int64_t>(1, (replica + perNode - 1) / perNode);
     if (auto it = recipes.find(name.str()); it != recipes.end()) {
       nodes = it->second.nodes;
       perNode = it->second.gpusPerNode;
