@@ -467,6 +467,17 @@ std::string LoweringSearch::pinReason(const Dimension &dim) const {
       return "scope " + name.str();
   if (!dim.lower && !unpinned)
     return "not lowered by the schema";
+  // Spelt another way (NeMo's `trainer.max_steps`), a dimension whose
+  // pinned followers the workload leaves to the framework cannot shrink:
+  // the follower's flag (--lr-decay-iters) is not that framework's, so the
+  // schedule could not be kept.
+  if (llvm::StringRef(spelling(dim)) != dim.flag)
+    for (const Dimension &other : dialect.dimensions)
+      if (other.follows == dim.name && !inWorkload(other) &&
+          (!other.lower || !isShrinkableRole(other.role)))
+        return "spelt " + spelling(dim).str() + ", whose framework's " +
+               "spelling of " + other.flag +
+               " is unknown, so its schedule could not be kept";
   Attribute tolerant = test.attrs.get("tolerant");
   bool isTolerant = tolerant.isBool() && tolerant.getBool();
   // Goldens hold for the model they were recorded with; how often it
