@@ -760,7 +760,11 @@ LoweringResult LoweringSearch::runSearch() {
   // they stay comparable over the steps that still run, unless the model
   // shrank. A golden file that lacks one fails the harness's own check
   // (test_pretraining_regular_pipeline.py:44-57), so it is left out.
-  if (hasGoldens && !result.goldenInvalidated) {
+  // Only tests the harness runs (with a test type) or that name their
+  // metrics: another runner's comparison is its own.
+  bool harnessCompared = !testType.empty() ||
+                         test.attrs.contains(workload::attr::kMetrics);
+  if (hasGoldens && harnessCompared && !result.goldenInvalidated) {
     Attribute recorded = test.attrs.get(workload::attr::kGoldenLastStep);
     for (const std::string &metric : comparedMetrics())
       if (!recorded.isDict() || recorded.getDict().contains(metric))
