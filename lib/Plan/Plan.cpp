@@ -196,10 +196,9 @@ public:
     }
     Attribute nproc = test.attrs.get("nproc");
     std::string nprocText = nproc ? scalarText(nproc) : "1";
-    if (std::optional<std::string> error =
-            renderCommand(command.getString(), options.python, nprocText,
-                          renderArgs(test), planned.argv,
-                          stringAttr(test, "config"))) {
+    if (std::optional<std::string> error = renderCommand(
+            command.getString(), options.python, nprocText, renderArgs(test),
+            planned.argv, stringAttr(test, "config"))) {
       diag.error(test.loc, "test '" + test.name + "': " + *error);
       return std::nullopt;
     }

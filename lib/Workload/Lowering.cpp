@@ -111,8 +111,8 @@ static llvm::StringRef stringAttr(const Test &test, llvm::StringRef key) {
 
 /// The harness rules that apply to \p test: its test type's, its mode's
 /// and those of the known flags its workload names.
-static std::vector<const HarnessRule *> applicableRules(const Test &test,
-                                                        const Dialect &dialect) {
+static std::vector<const HarnessRule *>
+applicableRules(const Test &test, const Dialect &dialect) {
   std::vector<const HarnessRule *> rules;
   auto addFrom = [&](const llvm::StringMap<HarnessRule> &map,
                      llvm::StringRef key) {
@@ -609,7 +609,8 @@ bool LoweringSearch::search(size_t position) {
   size_t dimIndex = variables[position];
   const Dimension &dim = dialect.dimensions[dimIndex];
   int64_t upper = *original[dimIndex];
-  for (int64_t candidate = std::min<int64_t>(std::max<int64_t>(dim.min, 1), upper);
+  for (int64_t candidate =
+           std::min<int64_t>(std::max<int64_t>(dim.min, 1), upper);
        candidate <= upper; ++candidate) {
     current[dimIndex] = candidate;
     updateFollowers(current);
@@ -656,8 +657,8 @@ double LoweringSearch::predictSeconds() const {
     if (dim.costExponent == 0 || !original[i] || !current[i] ||
         *original[i] <= 0)
       continue;
-    scale *= std::pow(double(*current[i]) / double(*original[i]),
-                      dim.costExponent);
+    scale *=
+        std::pow(double(*current[i]) / double(*original[i]), dim.costExponent);
   }
   double fixed = dialect.fixedFraction;
   return test.cost.seconds * (fixed + (1 - fixed) * scale);
@@ -762,8 +763,8 @@ LoweringResult LoweringSearch::runSearch() {
   // (test_pretraining_regular_pipeline.py:44-57), so it is left out.
   // Only tests the harness runs (with a test type) or that name their
   // metrics: another runner's comparison is its own.
-  bool harnessCompared = !testType.empty() ||
-                         test.attrs.contains(workload::attr::kMetrics);
+  bool harnessCompared =
+      !testType.empty() || test.attrs.contains(workload::attr::kMetrics);
   if (hasGoldens && harnessCompared && !result.goldenInvalidated) {
     Attribute recorded = test.attrs.get(workload::attr::kGoldenLastStep);
     for (const std::string &metric : comparedMetrics())
@@ -787,8 +788,8 @@ std::string LoweringSearch::keepReason(LoweringResult &result) const {
     for (const std::string &name : rule->required) {
       const Dimension *dim = dialect.lookup(name);
       if (dim && !inWorkload(*dim)) {
-        std::string why = "test type '" + rule->name + "' needs " +
-                          dim->flag + ", which the workload lacks";
+        std::string why = "test type '" + rule->name + "' needs " + dim->flag +
+                          ", which the workload lacks";
         result.warnings.push_back(why);
         return why;
       }

@@ -174,7 +174,8 @@ private:
     // configurations get the harness test type (kTestType): their runs are
     // Megatron's run_ci_test.sh, whose rules lower-workload applies; a
     // manifest job runs its own command, which need not resume as it does.
-    if (const YAMLNode *type = field(node, "test_type"); type && type->isScalar())
+    if (const YAMLNode *type = field(node, "test_type");
+        type && type->isScalar())
       if (!llvm::is_contained(test.tags, type->scalar))
         test.tags.push_back(type->scalar);
     if (const YAMLNode *command = field(node, "command"))
@@ -283,7 +284,8 @@ private:
     // so that what the configuration itself says wins.
     if (failed(readFields(test, nullptr)))
       return failure();
-    if (const YAMLNode *args = root->get("MODEL_ARGS"); args && !args->isNull()) {
+    if (const YAMLNode *args = root->get("MODEL_ARGS");
+        args && !args->isNull()) {
       if (!args->isMapping())
         return error(*args, "MODEL_ARGS must map flags to values");
       for (const auto &[flag, value] : args->entries)
@@ -318,7 +320,8 @@ private:
       std::vector<Attribute> list;
       for (std::string &metric : names)
         list.push_back(Attribute::getString(metric));
-      test.attrs.set(workload::attr::kMetrics, Attribute::getList(std::move(list)));
+      test.attrs.set(workload::attr::kMetrics,
+                     Attribute::getList(std::move(list)));
     }
     test.attrs.set("dialect", Attribute::getString("megatron"));
     test.attrs.set("config", Attribute::getString(path));
@@ -331,11 +334,13 @@ private:
     if (const YAMLNode *vars = root->get("MODEL_ENV_VARS"))
       if (const YAMLNode *own = vars->get("MODEL_ARGS"))
         if (const YAMLNode *perNode = own->get("GPUS_PER_NODE"))
-          if (std::optional<int64_t> gpus = perNode->getAsInt(); gpus && *gpus > 0)
-            test.attrs.set("nproc",
-                           Attribute::getInt(*gpus * test.attrs.get(workload::attr::kNodes)
-                                                         .asInt()
-                                                         .value_or(1)));
+          if (std::optional<int64_t> gpus = perNode->getAsInt();
+              gpus && *gpus > 0)
+            test.attrs.set(
+                "nproc",
+                Attribute::getInt(*gpus * test.attrs.get(workload::attr::kNodes)
+                                              .asInt()
+                                              .value_or(1)));
     return success();
   }
 
@@ -401,7 +406,8 @@ private:
         lastStep.set(metric.str(), Attribute::getInt(last));
       }
     }
-    test.attrs.set(workload::attr::kGoldens, Attribute::getList(std::move(list)));
+    test.attrs.set(workload::attr::kGoldens,
+                   Attribute::getList(std::move(list)));
     if (!lastStep.empty())
       test.attrs.set(workload::attr::kGoldenLastStep,
                      Attribute::getDict(std::move(lastStep)));
@@ -480,10 +486,12 @@ private:
                                   "recipe entry", diag)))
         return failure();
       RecipeEntry parsed;
-      for (auto [key, out] : {std::pair{"nodes", &parsed.nodes},
-                              std::pair{"gpus-per-node", &parsed.gpusPerNode}}) {
+      for (auto [key, out] :
+           {std::pair{"nodes", &parsed.nodes},
+            std::pair{"gpus-per-node", &parsed.gpusPerNode}}) {
         const YAMLNode *value = entry.get(key);
-        std::optional<int64_t> number = value ? value->getAsInt() : std::nullopt;
+        std::optional<int64_t> number =
+            value ? value->getAsInt() : std::nullopt;
         if (!number || *number < 1)
           return error(value ? *value : entry,
                        "'" + llvm::Twine(key) + "' must be a positive integer");

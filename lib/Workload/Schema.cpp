@@ -10,9 +10,9 @@
 #include "fastci/Support/YAML.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
 #include <limits>
 
 using namespace fastci;
@@ -232,10 +232,10 @@ private:
                            "layer-list", "keep", "goldens", "why"}))
       return std::nullopt;
     std::string label = (what + " '" + name + "'").str();
-    for (auto [key, out] : {std::pair{"scope", &rule.scopes},
-                            std::pair{"pin", &rule.pins},
-                            std::pair{"unpin", &rule.unpins},
-                            std::pair{"requires", &rule.required}}) {
+    for (auto [key, out] :
+         {std::pair{"scope", &rule.scopes}, std::pair{"pin", &rule.pins},
+          std::pair{"unpin", &rule.unpins},
+          std::pair{"requires", &rule.required}}) {
       const YAMLNode *list = node.get(key);
       if (!list)
         continue;
@@ -321,7 +321,8 @@ private:
         return false;
       const YAMLNode *metric = timing->get("metric");
       const YAMLNode *windows = timing->get("windows");
-      if (!metric || !metric->isScalar() || !windows || !windows->isSequence()) {
+      if (!metric || !metric->isScalar() || !windows ||
+          !windows->isSequence()) {
         error(*timing, "'timing' needs 'metric' and a list of 'windows'");
         return false;
       }
@@ -351,8 +352,7 @@ private:
 
   std::optional<Dimension> readDimension(const YAMLNode &node) {
     if (!expectKeys(node, {"name", "flag", "role", "min", "default", "cost",
-                           "source", "derive", "lower", "follows",
-                           "aliases"}))
+                           "source", "derive", "lower", "follows", "aliases"}))
       return std::nullopt;
     Dimension dim;
     const YAMLNode *name = node.get("name");
@@ -432,12 +432,12 @@ private:
                                            const Dialect &dialect,
                                            bool floor = false) {
     if (floor ? !expectKeys(node, {"name", "at-least", "than", "factor", "plus",
-                                   "when", "unless", "if-scope",
-                                   "if-test-type", "why"})
-              : !expectKeys(node, {"divisible", "by", "factor", "less",
-                                   "at-least", "than", "plus", "preserve",
-                                   "when", "unless", "if-scope",
-                                   "if-test-type", "capped", "why"}))
+                                   "when", "unless", "if-scope", "if-test-type",
+                                   "why"})
+              : !expectKeys(node,
+                            {"divisible", "by", "factor", "less", "at-least",
+                             "than", "plus", "preserve", "when", "unless",
+                             "if-scope", "if-test-type", "capped", "why"}))
       return std::nullopt;
     Constraint constraint;
     if (floor) {
@@ -495,10 +495,10 @@ private:
         return std::nullopt;
       if (const YAMLNode *plus = node.get("plus"))
         return error(*plus, "'plus' only applies to 'less' and 'at-least'");
-    } else if (const YAMLNode *value = node.get("less") ? node.get("less")
-                                                          : node.get("at-least")) {
-      constraint.kind = node.get("less") ? Constraint::Kind::Less
-                                         : Constraint::Kind::AtLeast;
+    } else if (const YAMLNode *value =
+                   node.get("less") ? node.get("less") : node.get("at-least")) {
+      constraint.kind =
+          node.get("less") ? Constraint::Kind::Less : Constraint::Kind::AtLeast;
       constraint.value = value->scalar;
       const YAMLNode *than = node.get("than");
       if (!than)
@@ -549,8 +549,8 @@ private:
     llvm::append_range(used, constraint.unless);
     for (const std::string &name : used)
       if (!dialect.lookup(name))
-        return error(node, "constraint names undeclared dimension '" + name +
-                               "'");
+        return error(node,
+                     "constraint names undeclared dimension '" + name + "'");
     return constraint;
   }
 
@@ -582,10 +582,10 @@ private:
       dialect.dimensions.push_back(std::move(*dim));
     }
     for (const Dimension &dim : dialect.dimensions) {
-      for (const std::string &ref : llvm::concat<const std::string>(
-               dim.deriveNum, dim.deriveDen))
-        if (int64_t constant;
-            !names.contains(ref) && llvm::StringRef(ref).getAsInteger(10, constant))
+      for (const std::string &ref :
+           llvm::concat<const std::string>(dim.deriveNum, dim.deriveDen))
+        if (int64_t constant; !names.contains(ref) &&
+                              llvm::StringRef(ref).getAsInteger(10, constant))
           return error(*dims, "dimension '" + dim.name +
                                   "' derives from undeclared '" + ref + "'");
       if (!dim.follows.empty() && !names.contains(dim.follows))
@@ -626,8 +626,8 @@ private:
         for (const std::string &dimName : *list)
           if (!names.contains(dimName))
             return error(pinned, "scope '" + scope.scalar +
-                                     "' pins undeclared dimension '" +
-                                     dimName + "'");
+                                     "' pins undeclared dimension '" + dimName +
+                                     "'");
         dialect.scopes[scope.scalar] = std::move(*list);
       }
     }
@@ -667,9 +667,9 @@ private:
           return error(*words, "expected a mapping of words to dimensions");
         for (const auto &[word, dims] : words->entries) {
           std::optional<std::vector<std::string>> list = readNames(dims);
-          if (!list || !checkDeclared(dims, *list, dialect,
-                                      "unknown-flag word '" + word.scalar +
-                                          "'"))
+          if (!list ||
+              !checkDeclared(dims, *list, dialect,
+                             "unknown-flag word '" + word.scalar + "'"))
             return std::nullopt;
           dialect.unknownFlagWords.push_back({word.scalar, std::move(*list)});
         }
@@ -689,8 +689,8 @@ private:
          llvm::concat<const Constraint>(dialect.constraints, dialect.floors))
       for (const std::string &type : c.ifTestTypes)
         if (!dialect.testTypes.contains(type))
-          return error(node, "'if-test-type' names unknown test type '" +
-                                 type + "' (declare it under harness: "
+          return error(node, "'if-test-type' names unknown test type '" + type +
+                                 "' (declare it under harness: "
                                  "test-types:)");
     return dialect;
   }

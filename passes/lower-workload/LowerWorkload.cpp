@@ -12,10 +12,10 @@
 #include "fastci/Pass/PassRegistry.h"
 #include "fastci/Workload/Lowering.h"
 #include "fastci/Workload/WorkloadAttrs.h"
-#include <set>
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
+#include <set>
 
 using namespace fastci;
 
@@ -54,12 +54,12 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
       *this, "schema",
       llvm::cl::desc("Workload schema (default: the one FastCI ships)")};
   Option<std::string> defaultDialect{
-      *this, "dialect",
-      llvm::cl::desc("Dialect of tests that name none"),
+      *this, "dialect", llvm::cl::desc("Dialect of tests that name none"),
       llvm::cl::init("megatron")};
   Option<bool> inferScopes{
       *this, "infer-scope",
-      llvm::cl::desc("Infer the scope of tests that declare none from their id"),
+      llvm::cl::desc(
+          "Infer the scope of tests that declare none from their id"),
       llvm::cl::init(true)};
   Option<bool> useFloors{
       *this, "floors",
@@ -150,10 +150,11 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
       options.floors = useFloors;
       options.floorOverrides = std::move(*overrides);
       options.allowedFlags.assign(allowFlags.begin(), allowFlags.end());
-      LoweringResult result = lowerWorkload(test, test.scope, *dialect, options);
+      LoweringResult result =
+          lowerWorkload(test, test.scope, *dialect, options);
       for (const std::string &warning : result.warnings)
-        getDiagnostics().warning(test.loc, "test '" + test.name + "' kept: " +
-                                               warning);
+        getDiagnostics().warning(test.loc,
+                                 "test '" + test.name + "' kept: " + warning);
       record(test, result);
     }
   }
@@ -188,8 +189,8 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
                         "' is unknown to dialect '" + dialect.name +
                         "'; it blocks lowering " + dims +
                         " in every test of this manifest that names it "
-                        "(allow it with lower-workload{allow-flags=" + flag +
-                        "})");
+                        "(allow it with lower-workload{allow-flags=" +
+                        flag + "})");
     }
     test.attrs.set(workload::attr::kUnknownFlags,
                    Attribute::getList(std::move(list)));

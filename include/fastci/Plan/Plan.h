@@ -161,15 +161,13 @@ std::optional<Plan> buildPlan(const Module &module, const PlanOptions &options,
 /// The argument vector of a job whose manifest `command` template is
 /// \p commandTemplate, with `{python}`, `{nproc}`, `{args}` and `{config}`
 /// (the Megatron configuration a test was imported from, \p config)
-/// expanded; \p args are already rendered flags. Templates are split like a POSIX shell
-/// splits words (quotes, backslashes), without expansions. Returns an error
-/// message on an unterminated quote or an unknown placeholder.
-std::optional<std::string> renderCommand(llvm::StringRef commandTemplate,
-                                         llvm::StringRef python,
-                                         llvm::StringRef nproc,
-                                         llvm::ArrayRef<std::string> args,
-                                         std::vector<std::string> &argv,
-                                         llvm::StringRef config = {});
+/// expanded; \p args are already rendered flags. Templates are split like a
+/// POSIX shell splits words (quotes, backslashes), without expansions. Returns
+/// an error message on an unterminated quote or an unknown placeholder.
+std::optional<std::string>
+renderCommand(llvm::StringRef commandTemplate, llvm::StringRef python,
+              llvm::StringRef nproc, llvm::ArrayRef<std::string> args,
+              std::vector<std::string> &argv, llvm::StringRef config = {});
 
 } // namespace fastci
 

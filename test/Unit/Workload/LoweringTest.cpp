@@ -43,8 +43,9 @@ protected:
 };
 
 TEST_F(LoweringTest, InfersScopeFromMegatronNames) {
-  EXPECT_EQ(inferScope("gpt3_mcore_te_tp2_pp2_resume_dist_optimizer", *megatron),
-            (std::vector<std::string>{"dist-optimizer", "pp", "resume", "tp"}));
+  EXPECT_EQ(
+      inferScope("gpt3_mcore_te_tp2_pp2_resume_dist_optimizer", *megatron),
+      (std::vector<std::string>{"dist-optimizer", "pp", "resume", "tp"}));
   // Degree one is no parallelism to validate.
   EXPECT_EQ(inferScope("gpt3_mcore_tp1_pp1", *megatron),
             std::vector<std::string>{});
@@ -62,7 +63,8 @@ TEST_F(LoweringTest, NameScopesPinExpertsAndTopK) {
 // at least 3 steps past it.
 TEST_F(LoweringTest, HarnessResumeSavesAtHalfTheSteps) {
   fastci::Test &test = makeTest("gpt3_tp1_pp1_ckpt", 8);
-  test.attrs.set(workload::attr::kTestType, Attribute::getString("ckpt-resume"));
+  test.attrs.set(workload::attr::kTestType,
+                 Attribute::getString("ckpt-resume"));
   test.workload.set("--train-iters", Attribute::getInt(100));
   test.workload.set("--save-interval", Attribute::getInt(50));
   test.workload.set("--lr-decay-iters", Attribute::getInt(320000));
@@ -85,7 +87,8 @@ TEST_F(LoweringTest, HarnessResumeSavesAtHalfTheSteps) {
 
   // Without a save interval there is nothing to resume from: kept, warned.
   fastci::Test &bare = makeTest("gpt3_bare", 8);
-  bare.attrs.set(workload::attr::kTestType, Attribute::getString("ckpt-resume"));
+  bare.attrs.set(workload::attr::kTestType,
+                 Attribute::getString("ckpt-resume"));
   bare.workload.set("--train-iters", Attribute::getInt(100));
   LoweringResult kept = lowerWorkload(bare, {"resume"}, *megatron);
   EXPECT_FALSE(kept.lowered);
@@ -107,7 +110,8 @@ TEST_F(LoweringTest, PerLayerListsPinOrKeep) {
   test.workload.set("--moe-layer-freq", Attribute::getString("[0, 1, 1]"));
   LoweringResult kept = lowerWorkload(test, {}, *megatron);
   EXPECT_FALSE(kept.lowered);
-  EXPECT_EQ(kept.reason, "--moe-layer-freq lists 3 entries but --num-layers is 4");
+  EXPECT_EQ(kept.reason,
+            "--moe-layer-freq lists 3 entries but --num-layers is 4");
 }
 
 TEST_F(LoweringTest, ShrinksOutsideScopeWithinConstraints) {
