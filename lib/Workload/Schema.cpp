@@ -459,22 +459,17 @@ private:
       constraint.when = when->scalar;
     if (const YAMLNode *scope = node.get("if-scope"))
       constraint.ifScope = scope->scalar;
-    if (const YAMLNode *unless = node.get("unless")) {
-      std::optional<std::vector<std::string>> names =
-          unless->isScalar() ? std::optional(std::vector{unless->scalar})
-                             : readNames(*unless);
-      if (!names)
-        return std::nullopt;
-      constraint.unless = std::move(*names);
-    }
-    if (const YAMLNode *types = node.get("if-test-type")) {
-      std::optional<std::vector<std::string>> names =
-          types->isScalar() ? std::optional(std::vector{types->scalar})
-                            : readNames(*types);
-      if (!names)
-        return std::nullopt;
-      constraint.ifTestTypes = std::move(*names);
-    }
+    for (auto [key, out] : {std::pair{"unless", &constraint.unless},
+                            std::pair{"if-test-type", &constraint.ifTestTypes}})
+      if (const YAMLNode *value = node.get(key)) {
+        // One name or a list of them.
+        std::optional<std::vector<std::string>> names =
+            value->isScalar() ? std::optional(std::vector{value->scalar})
+                              : readNames(*value);
+        if (!names)
+          return std::nullopt;
+        *out = std::move(*names);
+      }
     if (const YAMLNode *capped = node.get("capped")) {
       std::optional<bool> value = capped->getAsBool();
       if (!value)
