@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 FAMILIES = ("gpt", "bert", "t5")
 
 # --------------------------------------------------------------------------
@@ -128,7 +130,7 @@ def _flow(text):
 
 
 def load_yaml(text):
-    """Parses \\p text (see above) into dicts, lists and scalars."""
+    """Parses text (see above) into dicts, lists and scalars."""
     raw = text.splitlines()
     anchors = {}
     pos = [0]
@@ -380,7 +382,7 @@ def timing_window_end(golden_steps, original_iters):
 
 
 def check_test(name, config, entry, recipes, violations):
-    """Checks one imported test; \\p entry is its plan entry (overrides,
+    """Checks one imported test; entry is its plan entry (overrides,
     golden_steps, golden_metrics, gpus)."""
     original = config.get("MODEL_ARGS") or {}
     overrides = entry.get("overrides") or {}
@@ -523,7 +525,7 @@ def read_recipes(path):
 
 
 def run_pipeline(opt, data, recipes_path, workdir, families=FAMILIES, extra=()):
-    """Lowers every config under \\p data's families with fastci-opt;
+    """Lowers every config under data's families with fastci-opt;
     returns (plan, ir)."""
     dirs = [os.path.join(data, fam) for fam in families if os.path.isdir(os.path.join(data, fam))]
     manifest = os.path.join(workdir, "megatron.yaml")
@@ -547,8 +549,33 @@ def run_pipeline(opt, data, recipes_path, workdir, families=FAMILIES, extra=()):
         return json.load(f), json.load(g)
 
 
-def evaluate(plan, ir, recipes):
-    """(violations, rows): rows are (name, lowered, reason, cost ratio)."""
+def check_written(name, config, entry, written, violations):
+    """The lowered configuration and goldens lower_config.py wrote for a
+    test: MODEL_ARGS with the plan's overrides, everything else unchanged,
+    each golden metric cut to golden_steps steps."""
+    target = os.path.join(written, name)
+    with open(os.path.join(target, "model_config.yaml")) as f:
+        lowered = load_yaml(f.read()) or {}
+    want = lowered_args(config.get("MODEL_ARGS") or {}, entry.get("overrides") or {})
+    got = lowered.get("MODEL_ARGS") or {}
+    if {k: as_int(v) if as_int(v) is not None else v for k, v in got.items()} != want:
+        violations.append(f"{name}: the written MODEL_ARGS differ from the plan's")
+    if {k: v for k, v in lowered.items() if k != "MODEL_ARGS"} != \
+            {k: v for k, v in config.items() if k != "MODEL_ARGS"}:
+        violations.append(f"{name}: the written configuration changed more than MODEL_ARGS")
+    steps = entry.get("golden_steps")
+    for path in golden_files(target):
+        with open(path) as f:
+            data = json.load(f)
+        for metric, body in data.items():
+            recorded = [int(k) for k in body.get("values", {})]
+            if steps and recorded and max(recorded) > steps:
+                violations.append(f"{name}: {os.path.basename(path)} keeps {metric} past step {steps}")
+
+
+def evaluate(plan, ir, recipes, written=None):
+    """(violations, rows): rows are (name, lowered, reason, cost ratio).
+    With written, also checks what lower_config.py wrote there."""
     attrs = {t["name"]: t.get("attributes", {}) for t in ir["tests"]}
     violations, rows = [], []
     for entry in plan["tests"]:
@@ -560,6 +587,8 @@ def evaluate(plan, ir, recipes):
             config = load_yaml(f.read()) or {}
         entry = dict(entry, dir=os.path.dirname(config_path))
         check_test(name, config, entry, recipes, violations)
+        if written and entry.get("overrides"):
+            check_written(name, config, entry, written, violations)
         original = config.get("MODEL_ARGS") or {}
         ratio = cost(lowered_args(original, entry.get("overrides") or {})) / cost(original)
         a = attrs[name]
@@ -596,6 +625,9 @@ def main(argv=None):
     parser.add_argument("--recipes", default=os.path.join(os.path.dirname(__file__), "recipes.yaml"))
     parser.add_argument("--table", action="store_true", help="print lowered/kept counts and cost ratios")
     parser.add_argument("--verbose", action="store_true", help="list every violation")
+    parser.add_argument("--write", metavar="DIR",
+                        help="write the lowered configurations and goldens there "
+                             "(lower_config.py) and check them too")
     args = parser.parse_args(argv)
     recipes = read_recipes(args.recipes) if args.recipes else {}
     if args.plan and args.ir:
@@ -606,7 +638,10 @@ def main(argv=None):
             plan, ir = run_pipeline(args.opt, args.data, args.recipes, work)
     else:
         parser.error("give --opt and --data, or --plan and --ir")
-    violations, rows = evaluate(plan, ir, recipes)
+    if args.write:
+        import lower_config  # beside this file
+        lower_config.write_lowered(plan, ir, args.write)
+    violations, rows = evaluate(plan, ir, recipes, args.write)
     print(f"checked {len(rows)} imported tests: {len(violations)} violations")
     for v in violations if args.verbose or len(violations) <= 50 else violations[:50]:
         print(f"  violation: {v}")

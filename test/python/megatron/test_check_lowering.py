@@ -14,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 sys.path.insert(0, os.path.join(ROOT, "utils", "megatron"))
 
 import check_lowering  # noqa: E402
+import lower_config  # noqa: E402
 
 BUILD = os.environ.get("FASTCI_BUILD_DIR", os.path.join(ROOT, "build"))
 OPT = os.path.join(BUILD, "bin", "fastci-opt")
@@ -125,6 +126,41 @@ def test_layer_lists_names_and_top_k_are_caught(tmp_path):
     assert any("names the router top-k" in v for v in found)
 
 
+def test_lowered_configs_change_only_the_overridden_flags():
+    text = """\
+ENV_VARS:
+  NCCL_ALGO: Ring
+MODEL_ARGS:
+  --train-iters: 100 # steps
+  --save-interval: 10
+  --save-interval: 50
+  # a comment
+  --log-interval: 1
+TEST_TYPE: ckpt-resume
+"""
+    lowered = lower_config.lower_text(text, {"--train-iters": "5", "--save-interval": "2",
+                                             "--lr-decay-iters": "100"})
+    assert lowered == """\
+ENV_VARS:
+  NCCL_ALGO: Ring
+MODEL_ARGS:
+  --train-iters: 5 # steps
+  --save-interval: 10
+  --save-interval: 2
+  # a comment
+  --log-interval: 1
+  --lr-decay-iters: 100
+TEST_TYPE: ckpt-resume
+"""
+    goldens = {"lm loss": {"start_step": 1, "end_step": 3, "step_interval": 1,
+                           "values": {"1": 1.0, "2": 2.0, "3": 3.0}},
+               "iteration-time": {"start_step": 1, "end_step": 3, "step_interval": 1,
+                                  "values": {"1": 1.0, "2": 2.0, "3": 3.0}}}
+    assert lower_config.cut_goldens(goldens, 2, ["lm loss"]) == {
+        "lm loss": {"start_step": 1, "end_step": 2, "step_interval": 1,
+                    "values": {"1": 1.0, "2": 2.0}}}
+
+
 @pytest.mark.skipif(not os.path.exists(OPT), reason="fastci-opt is not built")
 def test_excerpts_lower_without_violations(tmp_path):
     data = tmp_path / "data" / "gpt" / "gpt3_tp1_pp2_resume_torch_dist"
@@ -147,7 +183,9 @@ def test_the_gpt_bert_t5_corpus_lowers_without_violations(tmp_path):
     plan, ir = check_lowering.run_pipeline(
         OPT, CORPUS, os.path.join(ROOT, "utils", "megatron", "recipes.yaml"), str(tmp_path))
     recipes = check_lowering.read_recipes(os.path.join(ROOT, "utils", "megatron", "recipes.yaml"))
-    found, rows = check_lowering.evaluate(plan, ir, recipes)
+    written = tmp_path / "lowered"
+    lower_config.write_lowered(plan, ir, str(written))
+    found, rows = check_lowering.evaluate(plan, ir, recipes, str(written))
     assert len(rows) == 229
     assert found == []
     assert sum(1 for r in rows if r[1]) > 150
