@@ -40,6 +40,8 @@ for extra in ["fastci", "fastci-ir-scale-gen"]:
         tools.append(extra)
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
-# Python helpers under utils/ (the sampler, scripts) import from there.
-config.environment["PYTHONPATH"] = os.path.join(config.fastci_src_root, "utils")
+# The `fastci` package (python/) and the scripts under utils/ import from there.
+config.environment["PYTHONPATH"] = os.pathsep.join(
+    [os.path.join(config.fastci_src_root, "python"),
+     os.path.join(config.fastci_src_root, "utils")])
 config.available_features.add("fastci")

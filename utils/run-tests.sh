@@ -23,7 +23,7 @@ echo "== unit (ctest)"
 (cd "$BUILD_DIR" && ctest --output-on-failure --output-junit "$REPORT_DIR/ctest.xml") || status=1
 
 echo "== python (pytest)"
-PYTHONPATH="$FASTCI_ROOT/utils${PYTHONPATH:+:$PYTHONPATH}" \
+PYTHONPATH="$FASTCI_ROOT/python:$FASTCI_ROOT/utils${PYTHONPATH:+:$PYTHONPATH}" \
 FASTCI_BUILD_DIR="$BUILD_DIR" \
   "$FASTCI_PYTHON" -m pytest -q -p no:cacheprovider --junitxml "$REPORT_DIR/pytest.xml" \
   "$FASTCI_ROOT/test/python"

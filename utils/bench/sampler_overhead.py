@@ -56,11 +56,12 @@ import threading
 import time
 
 UTILS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, UTILS)
+PACKAGE_ROOT = os.path.join(os.path.dirname(UTILS), "python")
+sys.path.insert(0, PACKAGE_ROOT)
 
-from fastci_trace import config as trace_config  # noqa: E402
-from fastci_trace.evidence import read_evidence  # noqa: E402
-from fastci_trace.sampler import capture  # noqa: E402
+from fastci.trace import config as trace_config  # noqa: E402
+from fastci.trace.evidence import read_evidence  # noqa: E402
+from fastci.trace.sampler import capture  # noqa: E402
 
 # CPU seconds of the process (all threads, the sampler's included) during the
 # last workload run: less sensitive to other jobs on the machine than wall time.
@@ -238,7 +239,7 @@ def _bootstrap_median_ci(values, rounds=2000, seed=1):
 
 def measure_paired(pairs, rate, chunk_seconds, workloads=tuple(WORKLOADS)):
     """Print, per workload, the median overhead of sampling over `pairs` paired chunks."""
-    from fastci_trace.sampler import Sampler
+    from fastci.trace.sampler import Sampler
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as scratch:
         cfg = trace_config.from_env({trace_config.ENV_OUT: scratch,

@@ -1,6 +1,6 @@
 """Full line tracing: the reference coverage the evaluation scores against.
 
-Unlike the sampler (utils/fastci_trace), which sees code only when a 50 Hz
+Unlike the sampler (python/fastci/trace), which sees code only when a 50 Hz
 tick lands in it, this records every line executed under `sys.settrace`, so
 "tests affected by a change" can be defined independently of the evidence
 FastCI selects from. It is used two ways:

@@ -3,7 +3,7 @@
 The nightly run is what a real project would schedule once a day: the unit
 suite under pytest with the fastci_trace sampler (evidence) and the
 line tracer (the evaluation's reference coverage) loaded together, and each
-e2e job under `python -m fastci_trace run`. Outcomes and wall times are
+e2e job under `python -m fastci.trace run`. Outcomes and wall times are
 kept, so the first history record of every test comes from it.
 """
 
@@ -15,6 +15,8 @@ import time
 import xml.etree.ElementTree as ET
 
 UTILS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The `fastci` package (the sampler) of the same checkout.
+PACKAGE_ROOT = os.path.join(os.path.dirname(UTILS), "python")
 E2E_RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2e_runner.py")
 
 
@@ -55,9 +57,9 @@ def run_unit_suite(tree, workdir, evidence_dir=None, linetrace_dir=None, paths=N
     junit = os.path.join(workdir, "unit-junit.xml")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
            "--junitxml", junit, *(paths or ["tests/unit"])]
-    env = _python_env([UTILS])
+    env = _python_env([UTILS, PACKAGE_ROOT])
     if evidence_dir:
-        cmd[3:3] = ["-p", "fastci_trace.pytest_plugin", "--fastci-trace-out", evidence_dir]
+        cmd[3:3] = ["-p", "fastci.trace.pytest_plugin", "--fastci-trace-out", evidence_dir]
     if linetrace_dir:
         cmd[3:3] = ["-p", "eval.linetrace"]
         env["EVAL_LINETRACE_OUT"] = linetrace_dir
@@ -93,10 +95,10 @@ def run_e2e(tree, test_id, workdir, evidence_dir=None, overrides=(), steps=None,
     if record:
         cmd += ["--record", record]
     if evidence_dir:
-        cmd = [sys.executable, "-m", "fastci_trace", "run", "--test-id", test_id,
+        cmd = [sys.executable, "-m", "fastci.trace", "run", "--test-id", test_id,
                "--out", evidence_dir, "--"] + cmd
     start = time.time()
-    proc = subprocess.run(cmd, cwd=tree, env=_python_env([UTILS]), capture_output=True,
+    proc = subprocess.run(cmd, cwd=tree, env=_python_env([UTILS, PACKAGE_ROOT]), capture_output=True,
                           text=True, timeout=1800)
     wall = time.time() - start
     if not os.path.exists(out):

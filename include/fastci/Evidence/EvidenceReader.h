@@ -33,7 +33,7 @@ namespace fastci {
 
 /// How an evidence file spells its stacks.
 enum class EvidenceFormat : uint8_t {
-  /// FastCI's own format, written by utils/fastci_trace.
+  /// FastCI's own format, written by python/fastci/trace.
   FastCI,
   /// `py-spy record --format raw`.
   PySpyRaw,

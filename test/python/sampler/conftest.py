@@ -1,4 +1,4 @@
-"""Shared helpers for the fastci_trace tests: isolated environments, inner runs, evidence lookup.
+"""Shared helpers for the fastci.trace tests: isolated environments, inner runs, evidence lookup.
 
 Every test drives real processes (inner pytest sessions, the `run` wrapper,
 their children) in a scrubbed environment so the outer session's own
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-UTILS = Path(__file__).resolve().parents[3] / "utils"
-sys.path.insert(0, str(UTILS))
+PACKAGE_ROOT = Path(__file__).resolve().parents[3] / "python"
+sys.path.insert(0, str(PACKAGE_ROOT))
 
-from fastci_trace.evidence import read_evidence  # noqa: E402
+from fastci.trace.evidence import read_evidence  # noqa: E402
 
 PYTHON = sys.executable
 
@@ -26,7 +26,7 @@ def clean_env(**extra):
     """os.environ without FASTCI_TRACE_*/RANK settings, with the package importable."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("FASTCI_TRACE_") and k not in ("RANK", "LOCAL_RANK")}
-    env["PYTHONPATH"] = str(UTILS)
+    env["PYTHONPATH"] = str(PACKAGE_ROOT)
     env.update(extra)
     return env
 
@@ -39,7 +39,7 @@ def write(path, source):
 
 def run_inner_pytest(directory, *args, env=None, timeout=120):
     """Run pytest with the plugin in `directory`; returns the CompletedProcess."""
-    cmd = [PYTHON, "-m", "pytest", "-p", "fastci_trace.pytest_plugin", "-v",
+    cmd = [PYTHON, "-m", "pytest", "-p", "fastci.trace.pytest_plugin", "-v",
            "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *args]
     return subprocess.run(cmd, cwd=str(directory), env=env or clean_env(), timeout=timeout,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,

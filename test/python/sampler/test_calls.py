@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from conftest import (PYTHON, UTILS, clean_env, functions_in, load_calls, load_out,
+from conftest import (PYTHON, PACKAGE_ROOT, clean_env, functions_in, load_calls, load_out,
                       run_inner_pytest, write)
 
 SHORT_TESTS = """
@@ -167,23 +167,23 @@ def test_child_processes_get_their_own_call_files(tmp_path):
 def test_run_wrapper_option_and_show(tmp_path):
     write(tmp_path / "job.py", CHILD)
     out = tmp_path / "out"
-    cmd = [PYTHON, "-m", "fastci_trace", "run", "--test-id", "job", "--out", str(out),
+    cmd = [PYTHON, "-m", "fastci.trace", "run", "--test-id", "job", "--out", str(out),
            "--calls", "0.1", "--", PYTHON, "job.py"]
     subprocess.run(cmd, cwd=str(tmp_path), env=clean_env(), check=True)
     (path, header, stacks), = load_calls(out)
     assert header["calls-budget-seconds"] == "0.1"
     assert "in_subprocess" in functions_in([(path, header, stacks)])["job"]
-    show = subprocess.run([PYTHON, "-m", "fastci_trace", "show", str(path)], env=clean_env(),
+    show = subprocess.run([PYTHON, "-m", "fastci.trace", "show", str(path)], env=clean_env(),
                           stdout=subprocess.PIPE, universal_newlines=True, check=True)
     assert "test-id=job" in show.stdout
 
 
 def test_line_of_offset_matches_f_lineno():
     """The sampler stores f_lasti and maps it to a line later; it must agree with f_lineno."""
-    sys.path.insert(0, str(UTILS))
-    from fastci_trace.frames import FrameDescriber
+    sys.path.insert(0, str(PACKAGE_ROOT))
+    from fastci.trace.frames import FrameDescriber
 
-    describer = FrameDescriber(os.getcwd(), os.getcwd(), str(UTILS / "fastci_trace"))
+    describer = FrameDescriber(os.getcwd(), os.getcwd(), str(PACKAGE_ROOT / "fastci" / "trace"))
     checked = 0
 
     def walk():
@@ -204,7 +204,7 @@ def test_line_of_offset_matches_f_lineno():
 
 def test_call_tracing_error_does_not_change_outcome(tmp_path):
     write(tmp_path / "test_broken.py", """
-        from fastci_trace import process
+        from fastci.trace import process
 
         def test_breaks_tracer():
             def broken(code):

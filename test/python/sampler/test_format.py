@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from conftest import PYTHON, UTILS, clean_env, load_out, write
-from fastci_trace import evidence
-from fastci_trace.evidence import EvidenceError, Frame, parse_evidence, parse_pyspy_raw
-from fastci_trace.frames import _index_file
+from conftest import PYTHON, PACKAGE_ROOT, clean_env, load_out, write
+from fastci.trace import evidence
+from fastci.trace.evidence import EvidenceError, Frame, parse_evidence, parse_pyspy_raw
+from fastci.trace.frames import _index_file
 
 
 @pytest.mark.parametrize("text", ["plain", "a b;c%d\ne\rf", "%3B literal", "", "ünï cødé ;"])
@@ -54,7 +54,7 @@ def test_bad_input_is_located(text, line, message):
 
 def test_written_file_has_every_header_key(tmp_path, spin_module):
     write(tmp_path / "job.py", "import spinlib\nspinlib.spin(0.2)\n")
-    cmd = [PYTHON, "-m", "fastci_trace", "run", "--test-id", "k", "--out", str(tmp_path / "o"),
+    cmd = [PYTHON, "-m", "fastci.trace", "run", "--test-id", "k", "--out", str(tmp_path / "o"),
            "--", PYTHON, "job.py"]
     subprocess.run(cmd, cwd=str(tmp_path), env=clean_env(), check=True)
     (path, header, stacks), = load_out(tmp_path / "o")
@@ -65,7 +65,7 @@ def test_written_file_has_every_header_key(tmp_path, spin_module):
     assert header["python"] == "%d.%d.%d" % sys.version_info[:3]
     assert int(header["pid"]) > 0 and float(header["wall-seconds"]) >= 0.2
     assert (Frame("spinlib.py", "spin", 7) in {f for s in stacks for f in s})
-    show = subprocess.run([PYTHON, "-m", "fastci_trace", "show", str(path)], env=clean_env(),
+    show = subprocess.run([PYTHON, "-m", "fastci.trace", "show", str(path)], env=clean_env(),
                           stdout=subprocess.PIPE, universal_newlines=True)
     assert show.returncode == 0 and "test-id=k" in show.stdout
 
@@ -73,7 +73,7 @@ def test_written_file_has_every_header_key(tmp_path, spin_module):
 def test_show_rejects_corrupt_file(tmp_path):
     bad = tmp_path / "bad.stacks"
     bad.write_text("# fastci-evidence: 1\nnot a stack\n")
-    proc = subprocess.run([PYTHON, "-m", "fastci_trace", "show", str(bad)], env=clean_env(),
+    proc = subprocess.run([PYTHON, "-m", "fastci.trace", "show", str(bad)], env=clean_env(),
                           stderr=subprocess.PIPE, universal_newlines=True)
     assert proc.returncode == 1
     assert proc.stderr.startswith("%s:2: " % bad)
@@ -160,7 +160,7 @@ def test_child_on_other_cpython_versions(tmp_path, spin_module, python):
 
         Trainer().step()
     """)
-    cmd = [PYTHON, "-m", "fastci_trace", "run", "--test-id", "v", "--out", str(tmp_path / "o"),
+    cmd = [PYTHON, "-m", "fastci.trace", "run", "--test-id", "v", "--out", str(tmp_path / "o"),
            "--", python, "job.py"]
     subprocess.run(cmd, cwd=str(tmp_path), env=clean_env(), check=True)
     (_, header, stacks), = load_out(tmp_path / "o")
@@ -174,7 +174,7 @@ def test_existing_sitecustomize_still_runs(tmp_path, spin_module):
     other.mkdir()
     write(other / "sitecustomize.py", "import os\nos.environ['MARK'] = 'ran'\n")
     write(tmp_path / "job.py", "import os, spinlib\nspinlib.spin(0.1)\nprint(os.environ.get('MARK'))\n")
-    hook = os.path.join(str(UTILS), "fastci_trace", "_hook")
+    hook = os.path.join(str(PACKAGE_ROOT), "fastci", "trace", "_hook")
     env = clean_env(FASTCI_TRACE_TEST_ID="s", FASTCI_TRACE_OUT=str(tmp_path / "o"),
                     PYTHONPATH=os.pathsep.join([hook, str(other)]))
     proc = subprocess.run([PYTHON, "job.py"], cwd=str(tmp_path), env=env,

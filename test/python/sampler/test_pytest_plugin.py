@@ -169,7 +169,7 @@ def test_sampler_write_errors_do_not_change_outcome(tmp_path):
     """)
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the output directory should be")
-    plain = run_inner_pytest(tmp_path, "-p", "no:fastci_trace.pytest_plugin")
+    plain = run_inner_pytest(tmp_path, "-p", "no:fastci.trace.pytest_plugin")
     traced = run_inner_pytest(tmp_path, "--fastci-trace-out", str(blocker / "out"))
     assert plain.returncode == traced.returncode == 1
     summary = re.compile(r"1 failed, 1 passed")

@@ -1,4 +1,4 @@
-"""`python -m fastci_trace run`: shell jobs, exit status passthrough, kill survival, rate."""
+"""`python -m fastci.trace run`: shell jobs, exit status passthrough, kill survival, rate."""
 
 import os
 import signal
@@ -13,7 +13,7 @@ TEST_ID = "ci/job: nightly;smoke"
 
 
 def wrapper(out, *command, rate=None, flush=None):
-    cmd = [PYTHON, "-m", "fastci_trace", "run", "--test-id", TEST_ID, "--out", str(out)]
+    cmd = [PYTHON, "-m", "fastci.trace", "run", "--test-id", TEST_ID, "--out", str(out)]
     cmd += ["--rate", rate] if rate else []
     cmd += ["--flush", flush] if flush else []
     return cmd + ["--"] + list(command)
@@ -118,7 +118,7 @@ def test_sampler_runs_at_requested_rate_order(tmp_path, job):
     (["--flush", "soon"], "is not an interval in seconds"),
 ])
 def test_bad_options_are_reported(tmp_path, args, message):
-    cmd = [PYTHON, "-m", "fastci_trace", "run", "--test-id", "x", "--out", str(tmp_path)] + args
+    cmd = [PYTHON, "-m", "fastci.trace", "run", "--test-id", "x", "--out", str(tmp_path)] + args
     proc = subprocess.run(cmd + ["--", "true"], env=clean_env(), stderr=subprocess.PIPE,
                           universal_newlines=True)
     assert proc.returncode == 2
@@ -128,7 +128,7 @@ def test_bad_options_are_reported(tmp_path, args, message):
 def test_bad_env_in_child_disables_sampling_without_failing(tmp_path, job):
     env = clean_env(FASTCI_TRACE_TEST_ID="t", FASTCI_TRACE_OUT=str(tmp_path / "o"),
                     FASTCI_TRACE_RATE="often")
-    env["PYTHONPATH"] += os.pathsep + os.path.join(env["PYTHONPATH"], "fastci_trace", "_hook")
+    env["PYTHONPATH"] += os.pathsep + os.path.join(env["PYTHONPATH"], "fastci", "trace", "_hook")
     proc = subprocess.run([PYTHON, "job.py", "0.01"], cwd=str(tmp_path), env=env,
                           stderr=subprocess.PIPE, universal_newlines=True)
     assert proc.returncode == 0

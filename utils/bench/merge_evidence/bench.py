@@ -15,7 +15,7 @@ textual printer builds its whole output in memory first (80 MiB for the
 default sizes), which would hide the pass's own memory. It also reruns with the
 evidence directory holding every file N times over (N nights of the same stacks): lines grow N
 times, memory must not, since it is proportional to distinct stacks. The
-named peer is the sampler's own Python reader (fastci_trace.evidence), which
+named peer is the sampler's own Python reader (fastci.trace.evidence), which
 only parses; the ratio is lines/s of the pass over lines/s of the peer.
 
 Usage: bench.py --fastci-opt build/bin/fastci-opt [--tests 200] [--ranks 4]
@@ -33,8 +33,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", ".."))
-from fastci_trace import evidence  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+from fastci.trace import evidence  # noqa: E402
 
 SITE = "/opt/venv/lib/python3.11/site-packages"
 PYTEST_PREFIX = [
@@ -224,7 +224,7 @@ def main():
           "for %d nights (%d times the lines, the same distinct stacks)"
           % (one[2] - base_rss, many[2] - base_rss, args.nights, args.nights))
     peer_rate = lines / peer
-    print("peer (fastci_trace.evidence.read_evidence, parse only, 1 thread): "
+    print("peer (fastci.trace.evidence.read_evidence, parse only, 1 thread): "
           "%.3f s, %.2fM lines/s" % (peer, peer_rate / 1e6))
     print("ratio merge-evidence (wall) / peer: %.1fx" % (lines / one[0] / peer_rate))
     if not args.keep:

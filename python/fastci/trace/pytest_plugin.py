@@ -1,6 +1,6 @@
 """pytest plugin: attribute samples from setup, call and teardown to each item's node id.
 
-Enable with `-p fastci_trace.pytest_plugin` plus `--fastci-trace-out DIR`
+Enable with `-p fastci.trace.pytest_plugin` plus `--fastci-trace-out DIR`
 (or FASTCI_TRACE_OUT in the environment); without an output directory the
 plugin does nothing. For the duration of each item (pytest_runtest_protocol
 wraps setup, call and teardown) samples go to `item.nodeid` and

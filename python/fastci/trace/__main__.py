@@ -1,4 +1,4 @@
-"""Command line: `python -m fastci_trace run ...` and `python -m fastci_trace show ...`.
+"""Command line: `python -m fastci.trace run ...` and `python -m fastci.trace show ...`.
 
 `run` traces a non-pytest CI job: it exports the sampling settings and the
 test id to the environment, puts the start-up hook on PYTHONPATH and then
@@ -60,7 +60,7 @@ def _show(args, parser):
 
 def main(argv=None):
     """Entry point; returns the process exit status."""
-    parser = argparse.ArgumentParser(prog="python -m fastci_trace")
+    parser = argparse.ArgumentParser(prog="python -m fastci.trace")
     sub = parser.add_subparsers(dest="action")
     sub.required = True
     run = sub.add_parser("run", help="run a command, sampling every Python process it starts")

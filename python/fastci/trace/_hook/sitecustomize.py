@@ -4,7 +4,7 @@ The `run` wrapper and the pytest plugin put this directory first on
 PYTHONPATH, so any Python process they start (subprocess children,
 multiprocessing spawn workers, torchrun ranks) imports this module at
 start-up. If FASTCI_TRACE_TEST_ID and FASTCI_TRACE_OUT are set it starts the
-sampler, loading fastci_trace from next to this file so the child needs no
+sampler, loading the fastci package from above this file so the child needs no
 other path set-up. Because a directory earlier on sys.path shadows any
 other `sitecustomize` (Debian ships one), we then run the next one found.
 Nothing here may break the child: failures are one line on stderr.
@@ -17,17 +17,15 @@ def _start_fastci_trace():
     if not (os.environ.get("FASTCI_TRACE_TEST_ID") and os.environ.get("FASTCI_TRACE_OUT")):
         return
     try:
-        package = sys.modules.get("fastci_trace")
-        if package is None:
-            import importlib.util
-            package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            spec = importlib.util.spec_from_file_location(
-                "fastci_trace", os.path.join(package_dir, "__init__.py"),
-                submodule_search_locations=[package_dir])
-            package = importlib.util.module_from_spec(spec)
-            sys.modules["fastci_trace"] = package
-            spec.loader.exec_module(package)
-        from fastci_trace import process
+        try:
+            import fastci.trace  # noqa: F401  (installed, or already on sys.path)
+        except ImportError:
+            # Started by a checkout: the package root is three levels above
+            # this file (python/fastci/trace/_hook). Appended, not prepended,
+            # so it never shadows the child's own modules.
+            sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(
+                os.path.dirname(os.path.abspath(__file__))))))
+        from fastci.trace import process
         process.start_from_env()
     except Exception as e:
         sys.stderr.write("fastci_trace: cannot start sampling: %s: %s\n" % (type(e).__name__, e))

@@ -98,7 +98,7 @@ class Sink:
 class Sampler:
     """Samples all threads into the innermost open Sink; writes sinks as evidence files.
 
-    `config` is a fastci_trace.config.Config. Errors inside the sampler are
+    `config` is a fastci.trace.config.Config. Errors inside the sampler are
     reported once on stderr and stop sampling; they never propagate into
     the code under test.
     """

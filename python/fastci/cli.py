@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """fastci: the CI driver of FastCI.
 
 A thin layer over `fastci-opt`: `plan` assembles the standard pass pipeline
@@ -26,9 +25,6 @@ import time
 import xml.etree.ElementTree as ElementTree
 
 PLAN_SCHEMA = "fastci-plan/1"
-# Where CMake installed this script; the source tree's utils/ holds the
-# sampler package (replaced by CMake when it copies the script to bin/).
-SOURCE_DIR = "@FASTCI_SOURCE_DIR@"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
@@ -47,21 +43,17 @@ def note(message):
     sys.stderr.flush()
 
 
-def utils_dir():
-    """The directory holding the fastci_trace package."""
-    here = os.path.dirname(os.path.realpath(__file__))
-    for candidate in (os.path.join(SOURCE_DIR, "utils"),
-                      os.path.join(here, "..", "..", "utils")):
-        if os.path.isdir(os.path.join(candidate, "fastci_trace")):
-            return os.path.normpath(candidate)
-    raise DriverError("cannot find the fastci_trace sampler package "
-                      "(looked next to %s)" % here)
+def package_root():
+    """The directory holding the `fastci` package, put on the PYTHONPATH of
+    traced children so that they import the same sampler as this driver."""
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 def find_fastci_opt(explicit):
-    """fastci-opt: --fastci-opt, $FASTCI_OPT, next to this script, or PATH."""
+    """fastci-opt: --fastci-opt, $FASTCI_OPT, next to the `fastci` command
+    that was run, or PATH."""
     for candidate in (explicit, os.environ.get("FASTCI_OPT"),
-                      os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                      os.path.join(os.path.dirname(os.path.realpath(sys.argv[0])),
                                    "fastci-opt")):
         if candidate and os.access(candidate, os.X_OK):
             return candidate
@@ -265,7 +257,7 @@ def cmd_run(args):
     trace_env = {}
     if args.trace:
         trace_env = {"PYTHONPATH": os.pathsep.join(
-            [utils_dir()] + ([os.environ["PYTHONPATH"]]
+            [package_root()] + ([os.environ["PYTHONPATH"]]
                              if os.environ.get("PYTHONPATH") else []))}
     predicted = sum(float(t.get("seconds") or 0) for t in tests)
     results = []
@@ -376,13 +368,13 @@ def pytest_arguments_start(command):
 def traced_command(command, out_dir, test_id):
     """`command` running under the sampler, writing evidence to out_dir:
     pytest through its plugin (one test id per item), anything else through
-    `python -m fastci_trace run` as the single test `test_id`."""
+    `python -m fastci.trace run` as the single test `test_id`."""
     start = pytest_arguments_start(command)
     if start is not None:
-        return (command[:start] + ["-p", "fastci_trace.pytest_plugin",
+        return (command[:start] + ["-p", "fastci.trace.pytest_plugin",
                                    "--fastci-trace-out", out_dir]
                 + command[start:])
-    return [sys.executable, "-m", "fastci_trace", "run", "--test-id", test_id,
+    return [sys.executable, "-m", "fastci.trace", "run", "--test-id", test_id,
             "--out", out_dir, "--"] + command
 
 
@@ -402,7 +394,7 @@ def cmd_collect(args):
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [utils_dir()] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        [package_root()] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["FASTCI_TRACE_ROOT"] = repo
     if revision != "unknown":
         env["FASTCI_TRACE_REVISION"] = revision
