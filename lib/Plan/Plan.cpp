@@ -11,6 +11,7 @@
 #include "fastci/Plan/Plan.h"
 #include "fastci/IR/Module.h"
 #include "fastci/Support/Diagnostics.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -177,8 +178,9 @@ public:
     readEnvironment(test.attrs.get("override_env"), planned.env);
     for (const auto &[flag, value] : dictAttr(test, "overrides"))
       planned.overrides[flag] = scalarText(value);
-    planned.goldenSteps = test.attrs.get("golden_steps").asInt();
-    if (Attribute metrics = test.attrs.get("golden_metrics"); metrics.isList())
+    planned.goldenSteps = test.attrs.get(workload::attr::kGoldenSteps).asInt();
+    if (Attribute metrics = test.attrs.get(workload::attr::kGoldenMetrics);
+        metrics.isList())
       for (const Attribute &metric : metrics.getList())
         planned.goldenMetrics.push_back(scalarText(metric));
 
@@ -198,7 +200,7 @@ public:
     std::string nprocText = nproc ? scalarText(nproc) : "1";
     if (std::optional<std::string> error = renderCommand(
             command.getString(), options.python, nprocText, renderArgs(test),
-            planned.argv, stringAttr(test, "config"))) {
+            planned.argv, stringAttr(test, workload::attr::kConfig))) {
       diag.error(test.loc, "test '" + test.name + "': " + *error);
       return std::nullopt;
     }

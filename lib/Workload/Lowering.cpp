@@ -209,7 +209,7 @@ public:
                  const Dialect &dialect, const LoweringOptions &options)
       : test(test), scope(scope), dialect(dialect), options(options),
         useFloors(options.floors), rules(applicableRules(test, dialect)) {
-    hasGoldens = test.attrs.contains("golden");
+    hasGoldens = test.attrs.contains(workload::attr::kGolden);
     for (const HarnessRule *rule : rules)
       hasGoldens |= rule->goldens;
     testType = stringAttr(test, workload::attr::kTestType).str();

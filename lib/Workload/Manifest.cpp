@@ -324,7 +324,7 @@ private:
                      Attribute::getList(std::move(list)));
     }
     test.attrs.set("dialect", Attribute::getString("megatron"));
-    test.attrs.set("config", Attribute::getString(path));
+    test.attrs.set(workload::attr::kConfig, Attribute::getString(path));
     if (failed(readGoldens(test, dir)))
       return failure();
     applyWorldSize(test, name);
@@ -371,7 +371,7 @@ private:
           preferred = file;
           break;
         }
-    test.attrs.set("golden", Attribute::getString(preferred));
+    test.attrs.set(workload::attr::kGolden, Attribute::getString(preferred));
     std::vector<Attribute> list;
     AttrDict lastStep;
     for (const std::string &file : files) {
