@@ -269,6 +269,8 @@ private:
   std::map<EntityId, std::set<EntityId>> importTime;
   /// Files per recording interpreter.
   std::map<std::string, uint64_t> executables;
+  /// Tests with a corrupt compact file: they get no evidence at all.
+  std::set<TestId> corruptTests;
 };
 
 } // namespace
@@ -339,6 +341,11 @@ void Merger::merge(llvm::StringRef path,
   stats.malformedLines += file.malformedLines;
   if (file.skipped) {
     ++stats.skippedFiles;
+    if (file.corrupt && !file.header.collection) {
+      TestId test = module.lookupTest(file.header.testId);
+      if (test != kNoTest)
+        corruptTests.insert(test);
+    }
     return;
   }
   if (!file.header.executable.empty())
@@ -432,6 +439,9 @@ void Merger::finish() {
     if (!inserted && builder.time > it->second.first)
       it->second = {builder.time, revision};
   }
+  for (auto it = records.begin(); it != records.end();)
+    it = corruptTests.count(std::get<0>(it->first)) ? records.erase(it)
+                                                     : std::next(it);
   uint64_t superseded = 0;
   for (auto it = records.begin(); it != records.end();) {
     auto &[test, rank, revision, rate] = it->first;

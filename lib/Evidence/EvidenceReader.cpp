@@ -634,6 +634,16 @@ void Reader::read() {
                                  .str()});
   if (file.format == EvidenceFormat::PySpyRaw && pseudoPid)
     file.header.pid = pseudoPid;
+  if (file.header.version >= 2 && file.malformedLines) {
+    // A compact record lists each function once: a lost line is a lost
+    // function, not a lost sample, and reading the rest would under-select.
+    file.skipped = file.corrupt = true;
+    file.problems.push_back(
+        {0, 1, 1,
+         "compact evidence file has " + std::to_string(file.malformedLines) +
+             " bad line(s); skipped, and its test is treated as having no "
+             "evidence"});
+  }
   llvm::sort(file.staleSymbols);
   auto unique = [](auto &values) {
     llvm::sort(values);

@@ -98,6 +98,10 @@ struct EvidenceFile {
   EvidenceHeader header;
   /// True when the header was unusable; \c problems says why.
   bool skipped = false;
+  /// True when a version-2 file has a malformed or cut line: its function
+  /// sets may be incomplete, so it is skipped, and its test (\c header.testId)
+  /// must be treated as having no evidence at all.
+  bool corrupt = false;
   /// Where the `test-id` header's value is (1-based; 0 for py-spy files),
   /// for reports about the test.
   unsigned testIdLine = 0, testIdColumn = 0;
