@@ -127,7 +127,7 @@ def export(config, environ):
     environ[ENV_ROOT] = config.root
     environ[ENV_REVISION] = config.revision
     from .recorder import ENV_RECORDER, find_extension
-    extension = find_extension()
+    extension = None if environ.get(ENV_RECORDER) == "off" else find_extension()
     if extension:
         environ[ENV_RECORDER] = extension  # children load the same build
     paths = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]

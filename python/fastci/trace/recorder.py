@@ -29,7 +29,6 @@ Mechanisms, chosen once per process:
   `coverage: sampled` in every file.
 """
 
-import glob
 import importlib.util
 import os
 import sys
@@ -45,6 +44,8 @@ _FIND_AND_LOAD = getattr(getattr(sys.modules.get("_frozen_importlib"), "_find_an
 # Where a checkout's CMake build puts the extension, relative to this file.
 _BUILD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
                           os.pardir, "build", "python", "fastci", "trace")
+# The extension's path, exported by the launcher; "off" turns the recorder
+# off (sampling and the call burst only, `coverage: sampled`).
 ENV_RECORDER = "FASTCI_TRACE_RECORDER"
 
 
@@ -55,27 +56,27 @@ def find_extension():
     launching process so children load the same one), the package directory
     (an installed package), and a checkout's build/python/fastci/trace.
     """
-    import importlib.machinery
-    suffixes = importlib.machinery.EXTENSION_SUFFIXES
+    import sysconfig
+    # Only the interpreter's own ABI tag: a plain `.so` could have been built
+    # for another CPython (a child of another version would crash loading it).
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ""
+    if "cpython-" not in suffix:
+        return None
     path = os.environ.get(ENV_RECORDER)
-    if path and os.path.isfile(path) and any(path.endswith(s) for s in suffixes):
+    if path == "off":
+        return None
+    if path and path.endswith(suffix) and os.path.isfile(path):
         return path
     for directory in (os.path.dirname(os.path.abspath(__file__)), _BUILD_DIR):
-        for suffix in suffixes:
-            for candidate in sorted(glob.glob(os.path.join(glob.escape(directory),
-                                                           "_recorder" + suffix))):
-                return os.path.realpath(candidate)
+        candidate = os.path.join(directory, "_recorder" + suffix)
+        if os.path.isfile(candidate):
+            return os.path.realpath(candidate)
     return None
 
 
 def _load_extension():
     if _MONITORING:
         return None
-    try:
-        from . import _recorder  # an installed package ships it here
-        return _recorder
-    except ImportError:
-        pass
     path = find_extension()
     if path is None:
         return None
@@ -126,7 +127,9 @@ class FunctionRecorder:
         self._import_seen = set()  # ids of import-time codes recorded since reset()
 
     def start(self):
-        """Install the recorder; False when no mechanism is available."""
+        """Install the recorder; False when no mechanism is available or it is turned off."""
+        if os.environ.get(ENV_RECORDER) == "off":
+            return False
         if _MONITORING:
             return self._start_monitoring()
         module = _load_extension()

@@ -555,6 +555,12 @@ def own_ranks(environ):
     export_ranks() records the parent's value for this comparison; a
     torch.distributed rank, once a process group is up, overrides both.
     """
+    if "--multiprocessing-fork" in sys.argv:
+        # A multiprocessing (or torch.multiprocessing) spawn child: its
+        # environment is its parent's at the moment of the spawn, which no
+        # audit event announces, and multiprocessing never sets ranks.
+        return None, "-1"
+
     def given(name, parent):
         value = environ.get(name)
         if value is None or (parent in environ and environ[parent] == value):

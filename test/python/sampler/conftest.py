@@ -17,7 +17,7 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parents[3] / "python"
 sys.path.insert(0, str(PACKAGE_ROOT))
 
-from fastci.trace.evidence import read_evidence  # noqa: E402
+from fastci.trace.evidence import read_evidence, read_evidence_file  # noqa: E402
 
 PYTHON = sys.executable
 
@@ -53,6 +53,9 @@ def load_out(out, mode="samples"):
     "calls" (call-burst files), or None for all.
     """
     files = [(p,) + read_evidence(p) for p in sorted(Path(out).rglob("*.stacks"))]
+    # pytest's collection (import-time functions outside every test) has a
+    # file of its own, which belongs to no test.
+    files = [f for f in files if f[1].get("scope") != "collection"]
     return [f for f in files if mode is None or f[1].get("mode", "samples") == mode]
 
 
@@ -100,3 +103,23 @@ def spin_module(tmp_path):
                 x += 1
             return x
     """)
+
+
+def recorded(out):
+    """{test-id: Evidence fields unioned} of the exact recorder over the files under `out`.
+
+    Returns {test-id: {"functions": qualnames, "import_functions": qualnames,
+    "imports": paths, "reads": paths, "coverage": set of header values}}.
+    """
+    found = {}
+    for path in sorted(Path(out).rglob("*.stacks")):
+        evidence = read_evidence_file(path)
+        entry = found.setdefault(evidence.header["test-id"], {
+            "functions": set(), "import_functions": set(), "imports": set(), "reads": set(),
+            "coverage": set()})
+        entry["functions"].update(f.qualname for f in evidence.functions)
+        entry["import_functions"].update(f.qualname for _, f in evidence.import_functions)
+        entry["imports"].update(evidence.imports)
+        entry["reads"].update(evidence.reads)
+        entry["coverage"].add(evidence.header.get("coverage", "sampled"))
+    return found

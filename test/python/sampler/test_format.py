@@ -30,14 +30,14 @@ def test_render_parse_round_trip_with_hostile_names():
     text = evidence.render(header, {line: 3, evidence.encode_frame("b.py", "g", 2): 1})
     parsed_header, stacks = parse_evidence(text)
     assert parsed_header["test-id"] == "t::x[a b;c]"
-    assert parsed_header["fastci-evidence"] == "1"
+    assert parsed_header["fastci-evidence"] == "2"
     assert stacks == {tuple(frames): 3, (Frame("b.py", "g", 2),): 1}
     body = [l for l in text.splitlines() if not l.startswith("#")]
     assert body == sorted(body)
 
 
 @pytest.mark.parametrize("text,line,message", [
-    ("# fastci-evidence: 2\n", 1, "first line must be"),
+    ("# fastci-evidence: 3\n", 1, "first line must be"),
     ("# fastci-evidence: 1\na.py:f:1 x\n", 2, "count 'x' is not"),
     ("# fastci-evidence: 1\na.py:f:1\n", 2, "expected 'stack count'"),
     ("# fastci-evidence: 1\na.py:f:one 2\n", 2, "non-numeric line"),
