@@ -200,11 +200,33 @@ static int first_call(Recorder *self, PyThreadState *tstate, EvalFrame *frame,
 static Recorder *active;
 static _PyFrameEvalFunction previous_eval;
 
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+/* CPython 3.11 specializes `obj[i]` with a Python __getitem__ into
+ * BINARY_SUBSCR_GETITEM, which pushes the frame inline without consulting
+ * the frame-evaluation hook (calls do consult it), so later tests would
+ * never see the method. The inline cache keeps 16 bits of the function's
+ * version: a version that does not fit makes that specialization fail for
+ * good (0 would only get a fresh version), and sites already specialized
+ * for the method deoptimize, so the subscript goes through the type slot,
+ * a vectorcall and this hook. The first call of each such method comes
+ * here unless a site specialized before the hook was installed. */
+static void keep_visible(EvalFrame *frame, PyCodeObject *code) {
+  static PyObject *getitem;
+  if (!getitem)
+    getitem = PyUnicode_InternFromString("__getitem__");
+  if (getitem && frame->f_func && PyUnicode_Compare(code->co_name, getitem) == 0)
+    frame->f_func->func_version = 0xFFFF0000u;
+}
+#else
+static void keep_visible(EvalFrame *frame, PyCodeObject *code) {}
+#endif
+
 static PyObject *evaluate(PyThreadState *tstate, EvalFrame *frame,
                           int throwflag) {
   Recorder *self = active;
   PyCodeObject *code = FRAME_CODE(frame);
   if (self && !ptrset_contains(&self->seen, (PyObject *)code)) {
+    keep_visible(frame, code);
     /* Nothing may disturb the program: an error here (out of memory) only
      * loses the record. The exception state must be kept as it is: a frame
      * evaluated with throwflag set carries one. */
