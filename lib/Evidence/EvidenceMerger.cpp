@@ -441,7 +441,7 @@ void Merger::finish() {
   }
   for (auto it = records.begin(); it != records.end();)
     it = corruptTests.count(std::get<0>(it->first)) ? records.erase(it)
-                                                     : std::next(it);
+                                                    : std::next(it);
   uint64_t superseded = 0;
   for (auto it = records.begin(); it != records.end();) {
     auto &[test, rank, revision, rate] = it->first;
@@ -487,19 +487,21 @@ void Merger::finish() {
     AttrDict &attrs = record.attrs;
     attrs.set(evidence_attrs::kState,
               Attribute::getString(stringifyEvidenceState(builder.state)));
-    attrs.set("files", Attribute::getInt(builder.files));
+    attrs.set(evidence::attr::kFiles, Attribute::getInt(builder.files));
     if (builder.pids.size() > 1) {
       std::vector<Attribute> pids;
       for (int64_t pid : builder.pids)
         pids.push_back(Attribute::getInt(pid));
-      attrs.set("pids", Attribute::getList(std::move(pids)));
+      attrs.set(evidence::attr::kPids, Attribute::getList(std::move(pids)));
     }
     if (builder.externalSamples)
-      attrs.set("external_samples", Attribute::getInt(builder.externalSamples));
+      attrs.set(evidence::attr::kExternalSamples,
+                Attribute::getInt(builder.externalSamples));
     if (builder.wallSeconds)
-      attrs.set("wall_seconds", Attribute::getFloat(builder.wallSeconds));
+      attrs.set(evidence::attr::kWallSeconds,
+                Attribute::getFloat(builder.wallSeconds));
     if (!builder.complete)
-      attrs.set("complete", Attribute::getBool(false));
+      attrs.set(evidence::attr::kComplete, Attribute::getBool(false));
     attrs.set(evidence::attr::kCoverage,
               Attribute::getString(builder.exact ? "exact" : "sampled"));
     if (!builder.functions.empty())
@@ -725,8 +727,8 @@ LogicalResult fastci::mergeEvidence(Module &module,
   };
   Merger merger(module, options, diag, stats);
   auto merge = [&](Slot &slot) {
-    merger.merge(inputs.evidence[slot.index], std::move(slot.buffer),
-                 slot.file, slot.resolver ? *slot.resolver : direct);
+    merger.merge(inputs.evidence[slot.index], std::move(slot.buffer), slot.file,
+                 slot.resolver ? *slot.resolver : direct);
   };
 
   size_t numFiles = inputs.evidence.size();

@@ -83,7 +83,8 @@ static size_t scanLine(llvm::StringRef text, size_t from, size_t &invalid) {
     if (byte == '\n')
       return i;
     if (byte < 0x80) {
-      if (byte != '\t' && !(byte == '\r' && i + 1 < size && bytes[i + 1] == '\n'))
+      if (byte != '\t' &&
+          !(byte == '\r' && i + 1 < size && bytes[i + 1] == '\n'))
         break;
       ++i;
       continue;
@@ -125,9 +126,9 @@ static size_t commonPrefixLengthBaseline(llvm::StringRef lhs,
   };
   // 64 bytes per test while the lines agree, then 16 to find where not.
   for (; i + 64 <= limit; i += 64) {
-    __m128i all = _mm_and_si128(
-        _mm_and_si128(equalBytes(i), equalBytes(i + 16)),
-        _mm_and_si128(equalBytes(i + 32), equalBytes(i + 48)));
+    __m128i all =
+        _mm_and_si128(_mm_and_si128(equalBytes(i), equalBytes(i + 16)),
+                      _mm_and_si128(equalBytes(i + 32), equalBytes(i + 48)));
     if (_mm_movemask_epi8(all) != 0xffff)
       break;
   }
@@ -817,8 +818,8 @@ void Reader::readHeaderLine(llvm::StringRef line, size_t offset,
   // Other keys (python, sampler, samples, ...) are informational.
 }
 
-void Reader::readStackLine(llvm::StringRef line, size_t offset,
-                           unsigned lineNo, size_t shared, size_t invalid) {
+void Reader::readStackLine(llvm::StringRef line, size_t offset, unsigned lineNo,
+                           size_t shared, size_t invalid) {
   size_t space = line.rfind(' ');
   llvm::StringRef body =
       space == llvm::StringRef::npos ? line : line.take_front(space);
@@ -937,8 +938,8 @@ void Reader::readEntityLine(llvm::StringRef line, size_t offset,
   auto [tag, rest] = line.split(' ');
   size_t restColumn = tag.size() + 1;
   if (rest.empty())
-    return fail(line.size(), "entity line '" + tag +
-                                 "' has no operand; line ignored");
+    return fail(line.size(),
+                "entity line '" + tag + "' has no operand; line ignored");
   // A module path names its module entity through the frame of its body.
   auto moduleFrame = [](llvm::StringRef path) {
     return (path + ":<module>:0").str();

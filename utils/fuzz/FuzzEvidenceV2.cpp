@@ -58,8 +58,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // merge thread reads.
   options.frameCache = &fixture.cache;
   llvm::StringRef input = fuzz::asText(data, size);
-  std::string text = "# fastci-evidence: 2\n# test-id: tests/test_a.py::test_x\n"
-                     "# root: /work/repo\n# coverage: exact\n";
+  std::string text =
+      "# fastci-evidence: 2\n# test-id: tests/test_a.py::test_x\n"
+      "# root: /work/repo\n# coverage: exact\n";
   text += input;
   (void)readEvidence(text, options);
   (void)readEvidence(input, options);

@@ -117,12 +117,12 @@ static void ptrset_clear(PtrSet *s) {
 }
 
 typedef struct {
-  PyObject_HEAD
-  PtrSet seen;        /* code objects needing no more work until reset() */
-  PtrSet import_seen; /* repository code recorded at import time */
-  PyObject *functions; /* list: test-time code objects since take() */
-  PyObject *imports;   /* list: (code, importer code or None) since take() */
-  PyObject *prefixes;  /* tuple of str: repository path prefixes */
+  PyObject_HEAD PtrSet
+      seen;              /* code objects needing no more work until reset() */
+  PtrSet import_seen;    /* repository code recorded at import time */
+  PyObject *functions;   /* list: test-time code objects since take() */
+  PyObject *imports;     /* list: (code, importer code or None) since take() */
+  PyObject *prefixes;    /* tuple of str: repository path prefixes */
   PyObject *import_code; /* importlib._bootstrap._find_and_load.__code__ */
   PyObject *module_name; /* "<module>" */
 } Recorder;
@@ -139,8 +139,8 @@ static int is_repository(Recorder *self, PyCodeObject *code) {
   Py_ssize_t n = PyTuple_GET_SIZE(self->prefixes);
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject *prefix = PyTuple_GET_ITEM(self->prefixes, i);
-    Py_ssize_t match = PyUnicode_Tailmatch(filename, prefix, 0,
-                                           PY_SSIZE_T_MAX, -1);
+    Py_ssize_t match =
+        PyUnicode_Tailmatch(filename, prefix, 0, PY_SSIZE_T_MAX, -1);
     if (match == 1)
       return 1;
     if (match < 0) {
@@ -214,7 +214,8 @@ static void keep_visible(EvalFrame *frame, PyCodeObject *code) {
   static PyObject *getitem;
   if (!getitem)
     getitem = PyUnicode_InternFromString("__getitem__");
-  if (getitem && frame->f_func && PyUnicode_Compare(code->co_name, getitem) == 0)
+  if (getitem && frame->f_func &&
+      PyUnicode_Compare(code->co_name, getitem) == 0)
     frame->f_func->func_version = 0xFFFF0000u;
 }
 #else
@@ -269,9 +270,8 @@ static PyObject *Recorder_uninstall(Recorder *self, PyObject *unused) {
 
 static PyObject *Recorder_installed(Recorder *self, PyObject *unused) {
   PyInterpreterState *interp = PyInterpreterState_Get();
-  return PyBool_FromLong(active == self &&
-                         _PyInterpreterState_GetEvalFrameFunc(interp) ==
-                             evaluate);
+  return PyBool_FromLong(active == self && _PyInterpreterState_GetEvalFrameFunc(
+                                               interp) == evaluate);
 }
 
 static PyObject *Recorder_take(Recorder *self, PyObject *unused) {
