@@ -30,7 +30,6 @@ import multiprocessing
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +39,9 @@ ROOT = os.path.dirname(UTILS)
 PACKAGE_ROOT = os.path.join(ROOT, "python")
 sys.path.insert(0, PACKAGE_ROOT)
 
+sys.path.insert(0, UTILS)
+
+from eval.suite import run_unit_suite  # noqa: E402
 from fastci.trace.evidence import read_evidence_file  # noqa: E402
 
 
@@ -109,22 +111,12 @@ class Scopes:
         return (path, best[1] if best else "<module>")
 
 
-def run_suite(tree, paths, env, out=None, linetrace=None):
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths]
-    env = dict(env)
-    if out:
-        cmd[3:3] = ["-p", "fastci.trace.pytest_plugin", "--fastci-trace-out", out]
-    if linetrace:
-        cmd[3:3] = ["-p", "eval.linetrace"]
-        env["EVAL_LINETRACE_OUT"] = linetrace
-        env["EVAL_LINETRACE_ROOT"] = tree
+def run_suite(tree, paths, out=None, linetrace=None):
+    """Wall seconds of one run of the suite (utils/eval/suite.py's runner)."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=tree, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True)
-    wall = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit("suite failed to run (exit %d):\n%s" % (proc.returncode, proc.stdout[-3000:]))
-    return wall
+    run_unit_suite(tree, os.path.dirname(tree), evidence_dir=out, linetrace_dir=linetrace,
+                   paths=paths)
+    return time.perf_counter() - start
 
 
 def truth_functions(linetrace, scopes):
@@ -184,11 +176,8 @@ def main():
         shutil.rmtree(tree)
     if not args.analyze:
         shutil.copytree(args.tree, tree, ignore=shutil.ignore_patterns("__pycache__", "history"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FASTCI_TRACE_")}
-    env["PYTHONPATH"] = os.pathsep.join([UTILS, PACKAGE_ROOT, tree])
-    # The copy is the repository: paths are relative to it on both sides.
-    env["FASTCI_TRACE_ROOT"] = tree
-    env["FASTCI_TRACE_REVISION"] = "bench"
+    # The copy is the repository (not a git checkout: the root is the
+    # suite's working directory), so paths are relative to it on both sides.
     scopes = Scopes(tree)
     print("suite: %s %s (copied to %s); load average before %.2f %.2f %.2f on %d CPUs" % (
         args.tree, " ".join(args.paths), tree, *os.getloadavg(), os.cpu_count()), flush=True)
@@ -196,32 +185,32 @@ def main():
     quiet, loaded, lines = (os.path.join(work, n) for n in ("quiet", "loaded", "linetrace"))
     load, t_quiet, t_loaded, t_trace = 0.0, 0.0, 0.0, 0.0
     if not args.analyze:
-        load, t_quiet, t_loaded, t_trace = run_all(args, tree, env, quiet, loaded, lines)
+        load, t_quiet, t_loaded, t_trace = run_all(args, tree, quiet, loaded, lines)
     report(args, scopes, quiet, loaded, lines, load, t_quiet, t_loaded, t_trace)
     if args.pairs:
-        overhead(args, work, tree, env)
+        overhead(args, work, tree)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_all(args, tree, env, quiet, loaded, lines):
+def run_all(args, tree, quiet, loaded, lines):
     for d in (quiet, loaded, lines):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
-    t_quiet = run_suite(tree, args.paths, env, out=quiet)
+    t_quiet = run_suite(tree, args.paths, out=quiet)
     busy = [multiprocessing.Process(target=_busy, args=(time.time() + 3600,))
             for _ in range(args.load)]
     for p in busy:
         p.start()
     try:
         load = os.getloadavg()[0]
-        t_loaded = run_suite(tree, args.paths, env, out=loaded)
+        t_loaded = run_suite(tree, args.paths, out=loaded)
         load = max(load, os.getloadavg()[0])
     finally:
         for p in busy:
             p.terminate()
             p.join()
-    t_trace = run_suite(tree, args.paths, env, linetrace=lines)
+    t_trace = run_suite(tree, args.paths, linetrace=lines)
     return load, t_quiet, t_loaded, t_trace
 
 
@@ -259,7 +248,7 @@ def report(args, scopes, quiet, loaded, lines, load, t_quiet, t_loaded, t_trace)
 
 
 
-def overhead(args, work, tree, env):
+def overhead(args, work, tree):
     if True:
         plain, traced = [], []
         for i in range(args.pairs):
@@ -267,10 +256,10 @@ def overhead(args, work, tree, env):
             order = ("plain", "traced") if i % 2 == 0 else ("traced", "plain")
             for kind in order:
                 if kind == "plain":
-                    plain.append(run_suite(tree, args.paths, env))
+                    plain.append(run_suite(tree, args.paths))
                 else:
                     shutil.rmtree(out, ignore_errors=True)
-                    traced.append(run_suite(tree, args.paths, env, out=out))
+                    traced.append(run_suite(tree, args.paths, out=out))
         ratios = sorted((t / p - 1) * 100 for t, p in zip(traced, plain))
         print("overhead: %d interleaved pairs, plain median %.2fs (%.2f..%.2f), collect median "
               "%.2fs (%.2f..%.2f); per-pair ratio median %+.1f%% (min %+.1f%%, max %+.1f%%); "

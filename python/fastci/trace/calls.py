@@ -32,19 +32,16 @@ import time
 
 from .frames import ENTRY
 
-_MONITORING = sys.version_info >= (3, 12) and hasattr(sys, "monitoring")
-# sys.monitoring ids 0-2 and 5 are reserved by convention for debuggers,
-# coverage, profilers and optimizers; we take the first free of the others.
-_TOOL_IDS = (3, 4)
-_TOOL_NAME = "fastci_trace"
+# The burst runs only where the recorder could not, so it may take the same
+# sys.monitoring tool ids.
+from .recorder import _FIND_AND_LOAD, _MONITORING, _TOOL_IDS, _TOOL_NAME  # noqa: E402
+
 # CPU time spent inside an import is not charged to the budget, up to this
 # many budgets: a process started under a test (a spawned rank) would
 # otherwise spend its whole budget on `import torch` before reaching the
 # repository's code, and tracing an import costs little (most of its time is
 # in C and in module bodies that run once).
 IMPORT_ALLOWANCE = 20
-_FIND_AND_LOAD = getattr(getattr(sys.modules.get("_frozen_importlib"), "_find_and_load", None),
-                         "__code__", None)
 
 
 def _threading_profile():

@@ -89,21 +89,32 @@ def _load_extension():
         return None
 
 
-def classify(frame):
-    """(import time?, innermost module/class body code or None) for a frame's stack."""
+def classify_codes(codes):
+    """(import time?, innermost module/class body code or None) for a stack's
+    code objects, innermost first: import time when importlib's
+    _find_and_load or a class body is among them."""
     import_time = False
     importer = None
-    while frame is not None:
-        code = frame.f_code
+    for code in codes:
         if code is _FIND_AND_LOAD:
             import_time = True
-        if not code.co_flags & _CO_OPTIMIZED:
+        elif not code.co_flags & _CO_OPTIMIZED:
             if importer is None:
                 importer = code
             if code.co_name != "<module>":
                 import_time = True  # a class body runs when its module is imported
-        frame = frame.f_back
     return import_time, importer
+
+
+def _codes_of(frame):
+    while frame is not None:
+        yield frame.f_code
+        frame = frame.f_back
+
+
+def classify(frame):
+    """classify_codes() for the stack of a live frame."""
+    return classify_codes(_codes_of(frame))
 
 
 class FunctionRecorder:

@@ -45,7 +45,6 @@ from . import recorder as _recorder
 from .frames import ENTRY, FrameDescriber
 
 SAMPLER_VERSION = "2.0"
-_CO_OPTIMIZED = 0x0001
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -384,19 +383,10 @@ class Sampler:
         frame_text = self.describer.frame
         in_repository = self.describer.in_repository
         codes = self._codes
-        find_and_load = _recorder._FIND_AND_LOAD
+        classify = _recorder.classify_codes
         for key, count in raw.items():
             if sink is not None:
-                importer, import_time = None, False
-                for i in range(0, len(key), 2):
-                    code = codes[key[i]]
-                    if code is find_and_load:
-                        import_time = True
-                    elif not code.co_flags & _CO_OPTIMIZED:
-                        if importer is None:
-                            importer = code
-                        if code.co_name != "<module>":
-                            import_time = True
+                import_time, importer = classify(codes[key[i]] for i in range(0, len(key), 2))
                 if import_time:
                     self._fold_import(key, count, importer, sink)
                     continue

@@ -6,6 +6,7 @@ settings never leak in, then reads what they wrote with the package's
 reader.
 """
 
+import glob
 import os
 import subprocess
 import sys
@@ -123,3 +124,16 @@ def recorded(out):
         entry["reads"].update(evidence.reads)
         entry["coverage"].add(evidence.header.get("coverage", "sampled"))
     return found
+
+
+def other_pythons():
+    """Other CPython >= 3.9 interpreters on this machine (pyenv), newest first."""
+    found = {}
+    for path in glob.glob("/root/.pyenv/versions/3.*/bin/python3.*"):
+        suffix = os.path.basename(path)[len("python"):]
+        parts = suffix.split(".")
+        if len(parts) == 2 and all(p.isdigit() for p in parts):
+            version = tuple(map(int, parts))
+            if version >= (3, 9) and version != sys.version_info[:2]:
+                found[version] = path
+    return [found[v] for v in sorted(found, reverse=True)]

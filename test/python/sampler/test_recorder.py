@@ -4,15 +4,13 @@ Drives real pytest sessions and `run`-wrapped children, reads the files back
 with the package's reader, and merges them with fastci-opt end to end.
 """
 
-import glob
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, clean_env, recorded, run_inner_pytest, write
+from conftest import PYTHON, clean_env, other_pythons, recorded, run_inner_pytest, write
 
 ROOT = Path(__file__).resolve().parents[3]
 FASTCI_OPT = Path(os.environ.get("FASTCI_BUILD_DIR", ROOT / "build")) / "bin" / "fastci-opt"
@@ -185,18 +183,7 @@ def test_merge_evidence_end_to_end(repo):
     assert 'pkg.lazy = [@"pkg.lazy", @"pkg.registry.env"]' in header
 
 
-def _other_pythons():
-    found = {}
-    for path in glob.glob("/root/.pyenv/versions/3.*/bin/python3.*"):
-        parts = os.path.basename(path)[len("python"):].split(".")
-        if len(parts) == 2 and all(p.isdigit() for p in parts):
-            version = tuple(map(int, parts))
-            if version >= (3, 9) and version != sys.version_info[:2]:
-                found[version] = path
-    return [found[v] for v in sorted(found, reverse=True)]
-
-
-@pytest.mark.parametrize("python", _other_pythons() or [pytest.param(None, marks=pytest.mark.skip(
+@pytest.mark.parametrize("python", other_pythons() or [pytest.param(None, marks=pytest.mark.skip(
     reason="no other CPython 3.9+ interpreters installed"))])
 def test_children_on_other_versions(tmp_path, python):
     """3.12+ records with sys.monitoring; older ones without an extension built for
