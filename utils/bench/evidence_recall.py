@@ -112,11 +112,21 @@ class Scopes:
 
 
 def run_suite(tree, paths, out=None, linetrace=None):
-    """Wall seconds of one run of the suite (utils/eval/suite.py's runner)."""
-    start = time.perf_counter()
+    """Wall seconds of one run of the suite (utils/eval/suite.py's runner).
+
+    The CPU seconds of its processes (user + system, all children) are
+    appended to CPU_SECONDS: on a shared machine they swing far less than
+    wall time."""
+    start, before = time.perf_counter(), os.times()
     run_unit_suite(tree, os.path.dirname(tree), evidence_dir=out, linetrace_dir=linetrace,
                    paths=paths)
+    after = os.times()
+    CPU_SECONDS.append(after.children_user + after.children_system
+                       - before.children_user - before.children_system)
     return time.perf_counter() - start
+
+
+CPU_SECONDS = []
 
 
 def truth_functions(linetrace, scopes):
@@ -166,6 +176,8 @@ def main():
     parser.add_argument("--load", type=int, default=2, help="busy processes beside the loaded run")
     parser.add_argument("--pairs", type=int, default=0, help="plain vs collect pairs for overhead")
     parser.add_argument("--keep", help="keep the outputs in this directory")
+    parser.add_argument("--overhead-only", action="store_true",
+                        help="only the --pairs measurement")
     parser.add_argument("--analyze", action="store_true",
                         help="only analyze the outputs a --keep run left there")
     args = parser.parse_args()
@@ -184,9 +196,10 @@ def main():
 
     quiet, loaded, lines = (os.path.join(work, n) for n in ("quiet", "loaded", "linetrace"))
     load, t_quiet, t_loaded, t_trace = 0.0, 0.0, 0.0, 0.0
-    if not args.analyze:
-        load, t_quiet, t_loaded, t_trace = run_all(args, tree, quiet, loaded, lines)
-    report(args, scopes, quiet, loaded, lines, load, t_quiet, t_loaded, t_trace)
+    if not args.overhead_only:
+        if not args.analyze:
+            load, t_quiet, t_loaded, t_trace = run_all(args, tree, quiet, loaded, lines)
+        report(args, scopes, quiet, loaded, lines, load, t_quiet, t_loaded, t_trace)
     if args.pairs:
         overhead(args, work, tree)
     if not args.keep:
@@ -250,16 +263,18 @@ def report(args, scopes, quiet, loaded, lines, load, t_quiet, t_loaded, t_trace)
 
 def overhead(args, work, tree):
     if True:
-        plain, traced = [], []
+        plain, traced, plain_cpu, traced_cpu = [], [], [], []
         for i in range(args.pairs):
             out = os.path.join(work, "pair-%d" % i)
             order = ("plain", "traced") if i % 2 == 0 else ("traced", "plain")
             for kind in order:
                 if kind == "plain":
                     plain.append(run_suite(tree, args.paths))
+                    plain_cpu.append(CPU_SECONDS[-1])
                 else:
                     shutil.rmtree(out, ignore_errors=True)
                     traced.append(run_suite(tree, args.paths, out=out))
+                    traced_cpu.append(CPU_SECONDS[-1])
         ratios = sorted((t / p - 1) * 100 for t, p in zip(traced, plain))
         print("overhead: %d interleaved pairs, plain median %.2fs (%.2f..%.2f), collect median "
               "%.2fs (%.2f..%.2f); per-pair ratio median %+.1f%% (min %+.1f%%, max %+.1f%%); "
@@ -267,6 +282,11 @@ def overhead(args, work, tree):
                   args.pairs, statistics.median(plain), min(plain), max(plain),
                   statistics.median(traced), min(traced), max(traced),
                   statistics.median(ratios), ratios[0], ratios[-1], os.getloadavg()[0]))
+        cpu = sorted((t / p - 1) * 100 for t, p in zip(traced_cpu, plain_cpu))
+        print("overhead in CPU seconds of the suite's processes: plain median %.2f, collect "
+              "median %.2f; per-pair ratio median %+.1f%% (min %+.1f%%, max %+.1f%%)" % (
+                  statistics.median(plain_cpu), statistics.median(traced_cpu),
+                  statistics.median(cpu), cpu[0], cpu[-1]))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ _recorder extension's frame-evaluation hook on 3.9-3.11), in ABBA order so
 drift cancels; each chunk is one "test": the recorder is reset before it, as
 the sampler does at every test boundary. Prints the median of the per-pair
 ratios with its spread (min, quartiles, max), the load average, and the
-mechanism. Run it with each interpreter to compare:
+mechanism. Chunks are timed in the thread's CPU time (the recorder runs
+in the thread it records; wall time on a shared machine swings too much).
+Run it with each interpreter to compare:
 
     /usr/bin/python3 utils/bench/recorder_overhead.py [--pairs N] [--chunk S]
     /root/.pyenv/versions/3.12.1/bin/python3 utils/bench/recorder_overhead.py
@@ -59,9 +61,12 @@ def workload(amount):
 
 
 def timed(amount):
-    start = time.perf_counter()
+    # The thread's CPU time, not wall time: the recorder runs in the thread
+    # it records, and on a shared machine wall time swings by tens of
+    # percent from chunk to chunk while CPU time does not.
+    start = time.thread_time()
     workload(amount)
-    return time.perf_counter() - start
+    return time.thread_time() - start
 
 
 def main():
@@ -101,7 +106,7 @@ def main():
         ratios.append((sum(times["on"]) / sum(times["off"]) - 1) * 100)
     ratios.sort()
     q = statistics.quantiles(ratios, n=4, method="inclusive")
-    print("CPython %s (%s), recorder %s: %d ABBA pairs of %.2fs chunks: median %+.2f%% "
+    print("CPython %s (%s), recorder %s: %d ABBA pairs of %.2f CPU-s chunks: median %+.2f%% "
           "(min %+.2f%%, IQR %+.2f..%+.2f%%, max %+.2f%%); load average before %.2f, after %.2f "
           "on %d CPUs" % (sys.version.split()[0], sys.executable, mechanism, args.pairs,
                           args.chunk, statistics.median(ratios), ratios[0], q[0], q[2],
