@@ -34,7 +34,7 @@ from .frames import ENTRY
 
 # The burst runs only where the recorder could not, so it may take the same
 # sys.monitoring tool ids.
-from .recorder import _FIND_AND_LOAD, _MONITORING, _TOOL_IDS, _TOOL_NAME  # noqa: E402
+from .recorder import _FIND_AND_LOAD, _MONITORING, claim_tool_id  # noqa: E402
 
 # CPU time spent inside an import is not charged to the budget, up to this
 # many budgets: a process started under a test (a spawned rank) would
@@ -212,17 +212,11 @@ class CallTracer:
     def _start_monitoring(self, sink, budget):
         monitoring = sys.monitoring
         if self._tool is None:
-            for tool in _TOOL_IDS:
-                try:
-                    monitoring.use_tool_id(tool, _TOOL_NAME)
-                except ValueError:  # in use
-                    continue
-                self._tool = tool
-                monitoring.register_callback(tool, monitoring.events.PY_START,
-                                             self._on_py_start)
-                break
-            else:
+            self._tool = claim_tool_id()
+            if self._tool is None:
                 return None
+            monitoring.register_callback(self._tool, monitoring.events.PY_START,
+                                         self._on_py_start)
         burst = Burst(sink, budget, "sys.monitoring")
         # DISABLE makes each code object cost one callback per test, but
         # re-arming it with restart_events() also re-arms what other tools

@@ -89,6 +89,17 @@ def _load_extension():
         return None
 
 
+def claim_tool_id():
+    """The first free sys.monitoring tool id of _TOOL_IDS, now ours; None if all are taken."""
+    for tool in _TOOL_IDS:
+        try:
+            sys.monitoring.use_tool_id(tool, _TOOL_NAME)
+        except ValueError:  # in use
+            continue
+        return tool
+    return None
+
+
 def classify_codes(codes):
     """(import time?, innermost module/class body code or None) for a stack's
     code objects, innermost first: import time when importlib's
@@ -198,14 +209,8 @@ class FunctionRecorder:
     # -- CPython 3.12+ ------------------------------------------------------
     def _start_monitoring(self):
         monitoring = sys.monitoring
-        for tool in _TOOL_IDS:
-            try:
-                monitoring.use_tool_id(tool, _TOOL_NAME)
-            except ValueError:  # in use
-                continue
-            self._tool = tool
-            break
-        else:
+        self._tool = claim_tool_id()
+        if self._tool is None:
             return False
         # DISABLE makes each code object cost one callback per test, but
         # re-arming it with restart_events() also re-arms what other tools
