@@ -127,6 +127,7 @@ def run_suite(tree, paths, out=None, linetrace=None):
 
 
 CPU_SECONDS = []
+TREE_PREFIX = "tree/"
 
 
 def truth_functions(linetrace, scopes):
@@ -151,7 +152,14 @@ def evidence_of(out, scopes):
     found = {}
     for path in glob.glob(os.path.join(out, "**", "*.stacks"), recursive=True):
         ev = read_evidence_file(path)
+        # Without an ini file, pytest takes the rootdir from its path
+        # arguments, and `--fastci-trace-out DIR` (two words, as the suite
+        # runner passes it) counts as one: the ids then start with the
+        # tree's own directory name. The line tracer's run has no such
+        # argument.
         test = ev.header["test-id"]
+        if test.startswith(TREE_PREFIX):
+            test = test[len(TREE_PREFIX):]
         names, lines = found.setdefault(test, (set(), set()))
         for frame in ev.functions:
             names.add(evidence_scope(frame))
