@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangeMapper.h"
+#include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Diff/ModuleLevel.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -485,6 +487,9 @@ private:
   void pair(PendingChange &old, PendingChange &change, bool sameScope,
             std::vector<MovePair> &pairs);
   void moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs);
+  void classifyModuleLevelChanges();
+  RepositoryCallPredicate getCallPredicate(const Module &in, StringRef path,
+                                           StringRef qualName);
   /// A file's text split into lines, read once for similarity.
   struct SourceText {
     std::optional<std::string> text;
@@ -1191,6 +1196,148 @@ void ChangeMapper::Impl::moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Module-level code
+//===----------------------------------------------------------------------===//
+
+/// True when \p name (dotted) is code of \p module: an entity, or a name
+/// under one of its modules (`pkg.util.env` when `pkg.util` is one).
+static bool isRepositoryName(const Module &module, StringRef name) {
+  for (StringRef prefix = name; !prefix.empty();
+       prefix = prefix.rsplit('.').first) {
+    EntityId id = module.lookupEntity(prefix);
+    if (id != kNoEntity)
+      return true;
+    if (!prefix.contains('.'))
+      break;
+  }
+  return false;
+}
+
+RepositoryCallPredicate
+ChangeMapper::Impl::getCallPredicate(const Module &in, StringRef path,
+                                     StringRef qualName) {
+  // The scope's call edges by line: calls of the module's (or class's) own
+  // code are edges from its entity.
+  std::string symbol = mapper.namer.getName(path);
+  if (!qualName.empty())
+    symbol += "." + qualName.str();
+  EntityId scope = symbol.empty() ? kNoEntity : in.lookupEntity(symbol);
+  std::multimap<uint32_t, std::string> calls;
+  for (const StaticEdge &edge : in.getEdges())
+    if (edge.kind == EdgeKind::Call && edge.from == scope && scope != kNoEntity)
+      calls.emplace(edge.line, edge.to != kNoEntity
+                                   ? in.getEntity(edge.to).symbol.str()
+                                   : edge.name.str());
+  const Module &head = module;
+  return [calls = std::move(calls), &head, &in,
+          known = scope != kNoEntity](uint32_t line, StringRef) {
+    // Without the scope's edges nothing is known about the callee.
+    if (!known)
+      return true;
+    auto [first, last] = calls.equal_range(line);
+    for (auto it = first; it != last; ++it)
+      if (isRepositoryName(head, it->second) || isRepositoryName(in, it->second))
+        return true;
+    return false;
+  };
+}
+
+void ChangeMapper::Impl::classifyModuleLevelChanges() {
+  for (PendingChange &change : pending) {
+    if (change.dropped || change.kind == ChangeKind::Cosmetic ||
+        change.kind == ChangeKind::Deleted)
+      continue;
+    bool scopeKind = change.entityKind == EntityKind::Module ||
+                     change.entityKind == EntityKind::Class;
+    if (change.kind == ChangeKind::Added && change.entity != kNoEntity &&
+        change.entityKind != EntityKind::Module) {
+      // A new definition runs its decorators at import: one that may
+      // register the definition somewhere makes it reachable by code that
+      // names no entity (registries, plugin tables).
+      const Entity &entity = module.getEntity(change.entity);
+      EntityId parent = entity.parent;
+      bool atImport = true;
+      for (EntityId at = parent; at != kNoEntity && at < module.getNumEntities();
+           at = module.getEntity(at).parent) {
+        EntityKind kind = module.getEntity(at).kind;
+        if (kind == EntityKind::Module || kind == EntityKind::File)
+          break;
+        if (kind == EntityKind::Function) {
+          atImport = false;
+          break;
+        }
+      }
+      std::vector<std::string> registering;
+      if (Attribute decorators = entity.attrs.get("decorators");
+          atImport && decorators.isList())
+        for (const Attribute &name : decorators.getList())
+          if (name.isString() && !isPureDecorator(name.getString()))
+            registering.push_back(name.getString().str());
+      if (!registering.empty())
+        change.attrs.set(diff::attr::kRegisteredBy,
+                         Attribute::getStringList(registering));
+      if (change.entityKind != EntityKind::Class)
+        continue;
+    }
+    if (!scopeKind || change.entity == kNoEntity)
+      continue;
+    // A renamed or moved class's old body is known under another name; it
+    // keeps the whole-region rule.
+    if (change.entityKind == EntityKind::Class &&
+        (change.kind == ChangeKind::Renamed || change.kind == ChangeKind::Moved))
+      continue;
+
+    ModuleLevelEdit edit;
+    StringRef qualName = change.qualName;
+    StringRef newPath = change.fileAfter.empty() ? StringRef(change.file)
+                                                 : StringRef(change.fileAfter);
+    bool complete = true;
+    std::vector<uint32_t> added = change.lines;
+    const SourceText &newText = getNewText(newPath);
+    if (change.kind == ChangeKind::Added && change.span && newText.text)
+      for (uint32_t line = change.span->first; line <= change.span->last; ++line)
+        added.push_back(line);
+    if (!added.empty()) {
+      if (newText.text)
+        classifyModuleLevel(*newText.text, qualName, added,
+                            getCallPredicate(module, newPath, qualName), edit);
+      else
+        complete = false;
+    }
+    if (!change.removedLines.empty()) {
+      StringRef oldPath = newPath;
+      if (auto it = diffByNewPath.find(newPath);
+          it != diffByNewPath.end() && !it->second->oldPath.empty())
+        oldPath = it->second->oldPath;
+      const SourceText &oldText = getOldText(oldPath);
+      if (oldText.text && mapper.oldModule)
+        classifyModuleLevel(*oldText.text, qualName, change.removedLines,
+                            getCallPredicate(*mapper.oldModule, oldPath,
+                                             qualName),
+                            edit);
+      else if (oldText.text)
+        classifyModuleLevel(*oldText.text, qualName, change.removedLines,
+                            nullptr, edit);
+      else
+        complete = false;
+    }
+    // Without both texts, or with nothing found in them (a hash change no
+    // statement explains), nothing is claimed: selection keeps its
+    // whole-module rule for such a change.
+    if (!complete || !edit.found)
+      continue;
+    edit.finish();
+    change.attrs.set(diff::attr::kModuleLevel,
+                     Attribute::getString(edit.effect ? diff::attr::kEffect
+                                                      : diff::attr::kDefinition));
+    change.attrs.set(diff::attr::kDefines, Attribute::getStringList(edit.defines));
+    if (edit.effect)
+      change.attrs.set(diff::attr::kEffectStatement,
+                       Attribute::getString(edit.effectStatement));
+  }
+}
+
 void ChangeMapper::Impl::emit() {
   for (PendingChange &pendingChange : pending) {
     if (pendingChange.dropped)
@@ -1279,6 +1426,7 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
     }
   }
   pairMoves();
+  classifyModuleLevelChanges();
   emit();
 
   AttrDict &attrs = module.getAttrs();
