@@ -16,6 +16,7 @@
 #include "fastci/Diff/ChangeMapper.h"
 #include "fastci/Diff/DiffAttrs.h"
 #include "fastci/Diff/ModuleLevel.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -29,6 +30,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 using namespace fastci;
 using llvm::StringRef;
@@ -473,6 +475,8 @@ private:
                            ChangedFile &record);
   void mapExtension(const FileDiff &file, const PolicyRule &rule,
                     ChangedFile &record);
+  bool mapReadingTests(const FileDiff &file, const PolicyRule *rule,
+                       ChangedFile &record);
   void forceAll(ChangedFile &record, const llvm::Twine &reason);
   PendingChange &addNew(ChangeKind kind, const FileIndex &index, EntityId id,
                         StringRef path);
@@ -516,6 +520,8 @@ private:
   /// every entity renamed or moved within its file, so that the members of
   /// a renamed (and edited) class or function can pair too.
   std::map<std::pair<std::string, std::string>, std::string> renamedScopes;
+  /// Tests by the non-Python files their evidence read (`reads`).
+  std::optional<llvm::StringMap<std::set<TestId>>> readersByPath;
 };
 
 PendingChange &ChangeMapper::Impl::addNew(ChangeKind kind,
@@ -858,6 +864,42 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
                                          "'; falling back to tests tagged '" +
                                          tags + "'")
                                             .str()));
+}
+
+bool ChangeMapper::Impl::mapReadingTests(const FileDiff &file,
+                                         const PolicyRule *rule,
+                                         ChangedFile &record) {
+  if (!readersByPath) {
+    readersByPath.emplace();
+    for (const EvidenceRecord &evidence : module.getEvidence()) {
+      const Attribute *reads = evidence.attrs.lookup(evidence::attr::kReads);
+      if (evidence.test == kNoTest || !reads || !reads->isList())
+        continue;
+      for (const Attribute &read : reads->getList())
+        if (std::optional<StringRef> path = read.asString())
+          (*readersByPath)[*path].insert(evidence.test);
+    }
+  }
+  std::set<TestId> readers;
+  for (StringRef path : {StringRef(file.newPath), StringRef(file.oldPath)})
+    if (auto it = readersByPath->find(path);
+        !path.empty() && it != readersByPath->end())
+      readers.insert(it->second.begin(), it->second.end());
+  if (readers.empty())
+    return false;
+  std::vector<std::string> names;
+  for (TestId test : readers)
+    names.push_back(module.getTest(test).name.str());
+  record.attrs.set("category",
+                   Attribute::getString(rule ? rule->category : "unknown"));
+  if (rule)
+    record.attrs.set("rule", Attribute::getString(rule->origin));
+  record.attrs.set("decision", Attribute::getString("reads"));
+  record.attrs.set(diff::attr::kReaders, Attribute::getStringList(names));
+  record.attrs.set("reason", Attribute::getString(llvm::formatv(
+                                 "read by {0} test(s) (evidence)", names.size())
+                                 .str()));
+  return true;
 }
 
 /// The name a native extension built from \p name is imported under, with
@@ -1386,6 +1428,14 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
                            formatMode(*file.newMode)));
 
     const PolicyRule *rule = policy.match(path);
+    // A file the evidence says tests read selects exactly those tests,
+    // whatever the policy would do with a file nobody is known to read;
+    // only Python code and the policy's explicit run-all rules (build and
+    // dependency files) keep their own handling.
+    if ((!rule || (rule->action != PolicyAction::Python &&
+                   rule->action != PolicyAction::All)) &&
+        mapReadingTests(file, rule, record))
+      continue;
     if (!rule) {
       record.attrs.set("category", Attribute::getString("unknown"));
       forceAll(record, "no rule of policy '" + policy.getName() +

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/EvidenceGraph.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Evidence/EvidenceMerger.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -36,6 +37,27 @@ EvidenceGraph::EvidenceGraph(const Module &module, unsigned contextDepth)
   build();
 }
 
+/// Calls \p fn with the entity of each symbol (or string) in the list
+/// \p key of \p attrs that names an entity of \p module.
+template <typename Fn>
+static void forEachEntityIn(const Module &module, const AttrDict &attrs,
+                            llvm::StringRef key, Fn fn) {
+  const Attribute *list = attrs.lookup(key);
+  if (!list || !list->isList())
+    return;
+  for (const Attribute &element : list->getList()) {
+    std::optional<llvm::StringRef> name =
+        element.isSymbol()
+            ? std::optional<llvm::StringRef>(element.getSymbolName())
+            : element.asString();
+    if (!name)
+      continue;
+    EntityId id = module.lookupEntity(*name);
+    if (id != kNoEntity && id < module.getNumEntities())
+      fn(id);
+  }
+}
+
 namespace {
 /// An EntityUse under construction.
 struct UseBuilder {
@@ -46,6 +68,8 @@ struct UseBuilder {
 } // namespace
 
 void EvidenceGraph::build() {
+  auto forEachEntity = [&](const AttrDict &attrs, llvm::StringRef key,
+                           auto fn) { forEachEntityIn(module, attrs, key, fn); };
   size_t numTests = module.getNumTests();
   profiles.assign(numTests, {});
   testsByEntity.assign(module.getNumEntities(), {});
@@ -118,6 +142,12 @@ void EvidenceGraph::build() {
       }
     }
 
+    // Exact records: every entity that started at test time is executed,
+    // sampled or not.
+    for (const EvidenceRecord *record : recordsByTest[test])
+      forEachEntity(record->attrs, evidence::attr::kFunctions,
+                    [&](EntityId entity) { uses[entity]; });
+
     std::vector<EntityUse> &profile = profiles[test];
     profile.reserve(uses.size());
     for (auto &[entity, builder] : uses) {
@@ -138,12 +168,113 @@ void EvidenceGraph::build() {
         testsByEntity[use.entity].push_back(test);
   }
 
+  buildImportEvidence(recordsByTest);
+
   edges.reserve(edgeSamples.size());
   for (auto &[call, samples] : edgeSamples)
     edges.push_back({call.first, call.second, samples});
   llvm::sort(edges, [](const CallEdge &lhs, const CallEdge &rhs) {
     return std::tie(lhs.caller, lhs.callee) < std::tie(rhs.caller, rhs.callee);
   });
+}
+
+void EvidenceGraph::buildImportEvidence(
+    const std::vector<std::vector<const EvidenceRecord *>> &recordsByTest) {
+  auto forEachEntity = [&](const AttrDict &attrs, llvm::StringRef key,
+                           auto fn) { forEachEntityIn(module, attrs, key, fn); };
+  size_t numTests = module.getNumTests(), numEntities = module.getNumEntities();
+  importInfo.assign(numTests, false);
+  importFunctions.assign(numTests, {});
+  recordedImports.assign(numTests, {});
+  testsAtImport.assign(numEntities, {});
+  testsImporting.assign(numEntities, {});
+  importingModules.assign(numEntities, {});
+  auto unique = [](auto &list) {
+    llvm::sort(list);
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  };
+  for (TestId test = 0; test < numTests; ++test) {
+    std::vector<std::string> read;
+    for (const EvidenceRecord *record : recordsByTest[test]) {
+      const AttrDict &attrs = record->attrs;
+      if (attrs.lookup(evidence::attr::kCoverage) ||
+          attrs.lookup(evidence::attr::kFunctions) ||
+          attrs.lookup(evidence::attr::kImports) ||
+          attrs.lookup(evidence::attr::kImportFunctions))
+        importInfo[test] = true;
+      forEachEntity(attrs, evidence::attr::kImportFunctions,
+                    [&](EntityId id) { importFunctions[test].push_back(id); });
+      forEachEntity(attrs, evidence::attr::kImports,
+                    [&](EntityId id) { recordedImports[test].push_back(id); });
+      if (const Attribute *reads = attrs.lookup(evidence::attr::kReads);
+          reads && reads->isList())
+        for (const Attribute &path : reads->getList())
+          if (std::optional<llvm::StringRef> text = path.asString())
+            read.push_back(text->str());
+    }
+    unique(importFunctions[test]);
+    unique(recordedImports[test]);
+    unique(read);
+    for (EntityId id : importFunctions[test])
+      testsAtImport[id].push_back(test);
+    for (EntityId id : recordedImports[test])
+      testsImporting[id].push_back(test);
+    for (const std::string &path : read)
+      readers[path].push_back(test);
+  }
+  if (const Attribute *table =
+          module.getAttrs().lookup(evidence::attr::kImportTimeEntities);
+      table && table->isDict())
+    for (const NamedAttribute &entry : table->getDict()) {
+      EntityId owner = module.lookupEntity(entry.first);
+      if (owner == kNoEntity || !entry.second.isList())
+        continue;
+      for (const Attribute &symbol : entry.second.getList()) {
+        std::optional<llvm::StringRef> name =
+            symbol.isSymbol() ? std::optional<llvm::StringRef>(
+                                    symbol.getSymbolName())
+                              : symbol.asString();
+        EntityId id = name ? module.lookupEntity(*name) : kNoEntity;
+        if (id != kNoEntity)
+          importingModules[id].push_back(owner);
+      }
+    }
+  for (std::vector<EntityId> &owners : importingModules)
+    unique(owners);
+}
+
+llvm::ArrayRef<EntityId> EvidenceGraph::getImportFunctions(TestId test) const {
+  return test < importFunctions.size() ? llvm::ArrayRef<EntityId>(importFunctions[test])
+                                       : llvm::ArrayRef<EntityId>();
+}
+
+llvm::ArrayRef<EntityId> EvidenceGraph::getRecordedImports(TestId test) const {
+  return test < recordedImports.size() ? llvm::ArrayRef<EntityId>(recordedImports[test])
+                                       : llvm::ArrayRef<EntityId>();
+}
+
+llvm::ArrayRef<TestId>
+EvidenceGraph::getTestsRunningAtImport(EntityId entity) const {
+  return entity < testsAtImport.size() ? llvm::ArrayRef<TestId>(testsAtImport[entity])
+                                       : llvm::ArrayRef<TestId>();
+}
+
+llvm::ArrayRef<TestId> EvidenceGraph::getTestsImporting(EntityId module) const {
+  return module < testsImporting.size() ? llvm::ArrayRef<TestId>(testsImporting[module])
+                                        : llvm::ArrayRef<TestId>();
+}
+
+llvm::ArrayRef<TestId>
+EvidenceGraph::getTestsReading(llvm::StringRef path) const {
+  auto it = readers.find(path);
+  return it == readers.end() ? llvm::ArrayRef<TestId>()
+                             : llvm::ArrayRef<TestId>(it->second);
+}
+
+llvm::ArrayRef<EntityId>
+EvidenceGraph::getImportingModules(EntityId entity) const {
+  return entity < importingModules.size() ? llvm::ArrayRef<EntityId>(importingModules[entity])
+                                          : llvm::ArrayRef<EntityId>();
 }
 
 llvm::ArrayRef<EvidenceGraph::CallEdge>
