@@ -39,9 +39,11 @@ EvidenceGraph::EvidenceGraph(const Module &module, unsigned contextDepth)
 
 /// Calls \p fn with the entity of each symbol (or string) in the list
 /// \p key of \p attrs that names an entity of \p module.
+/// \p missing, when given, collects the names that match no entity.
 template <typename Fn>
 static void forEachEntityIn(const Module &module, const AttrDict &attrs,
-                            llvm::StringRef key, Fn fn) {
+                            llvm::StringRef key, Fn fn,
+                            std::vector<std::string> *missing = nullptr) {
   const Attribute *list = attrs.lookup(key);
   if (!list || !list->isList())
     return;
@@ -55,6 +57,8 @@ static void forEachEntityIn(const Module &module, const AttrDict &attrs,
     EntityId id = module.lookupEntity(*name);
     if (id != kNoEntity && id < module.getNumEntities())
       fn(id);
+    else if (missing)
+      missing->push_back(name->str());
   }
 }
 
@@ -184,6 +188,8 @@ void EvidenceGraph::buildImportEvidence(
                            auto fn) { forEachEntityIn(module, attrs, key, fn); };
   size_t numTests = module.getNumTests(), numEntities = module.getNumEntities();
   importInfo.assign(numTests, false);
+  exact.assign(numTests, false);
+  unresolvedFunctions.assign(numTests, {});
   importFunctions.assign(numTests, {});
   recordedImports.assign(numTests, {});
   testsAtImport.assign(numEntities, {});
@@ -195,8 +201,19 @@ void EvidenceGraph::buildImportEvidence(
   };
   for (TestId test = 0; test < numTests; ++test) {
     std::vector<std::string> read;
+    exact[test] = !recordsByTest[test].empty();
     for (const EvidenceRecord *record : recordsByTest[test]) {
       const AttrDict &attrs = record->attrs;
+      std::optional<llvm::StringRef> coverage =
+          attrs.get(evidence::attr::kCoverage).asString();
+      if (!coverage || *coverage != "exact")
+        exact[test] = false;
+      forEachEntityIn(
+          module, attrs, evidence::attr::kFunctions, [](EntityId) {},
+          &unresolvedFunctions[test]);
+      forEachEntityIn(
+          module, attrs, evidence::attr::kImportFunctions, [](EntityId) {},
+          &unresolvedFunctions[test]);
       if (attrs.lookup(evidence::attr::kCoverage) ||
           attrs.lookup(evidence::attr::kFunctions) ||
           attrs.lookup(evidence::attr::kImports) ||
@@ -213,6 +230,7 @@ void EvidenceGraph::buildImportEvidence(
             read.push_back(text->str());
     }
     unique(importFunctions[test]);
+    unique(unresolvedFunctions[test]);
     unique(recordedImports[test]);
     unique(read);
     for (EntityId id : importFunctions[test])
@@ -241,6 +259,13 @@ void EvidenceGraph::buildImportEvidence(
     }
   for (std::vector<EntityId> &owners : importingModules)
     unique(owners);
+}
+
+llvm::ArrayRef<std::string>
+EvidenceGraph::getUnresolvedFunctions(TestId test) const {
+  return test < unresolvedFunctions.size()
+             ? llvm::ArrayRef<std::string>(unresolvedFunctions[test])
+             : llvm::ArrayRef<std::string>();
 }
 
 llvm::ArrayRef<EntityId> EvidenceGraph::getImportFunctions(TestId test) const {

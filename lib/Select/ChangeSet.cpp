@@ -42,6 +42,7 @@ ChangeSet::ChangeSet(const Module &module)
       } else {
         relevant.region = getRegion(change.entity);
       }
+      relevant.importEffect = level && *level == diff::attr::kEffect;
       if (const Attribute *defines = change.attrs.lookup(diff::attr::kDefines);
           defines && defines->isList())
         for (const Attribute &name : defines->getList())

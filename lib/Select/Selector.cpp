@@ -167,6 +167,8 @@ private:
   std::vector<TestId> representative;
   /// For static tests that evidence tests stand for: how many.
   std::vector<uint32_t> numRepresented;
+  /// For those: whether every evidence test under it has exact evidence.
+  std::vector<bool> representedExact;
 };
 
 } // namespace
@@ -191,6 +193,11 @@ LogicalResult Selector::readEvidenceStates() {
       for (const Attribute &symbol : stale->getList())
         if (symbol.isString())
           staleUsers[symbol.getString()].push_back(test.index);
+    // Exact records name code by symbol; code deleted or moved since is
+    // matched by its old name like stale evidence.
+    for (const std::string &symbol : graph.getUnresolvedFunctions(test.index))
+      if (!llvm::is_contained(staleUsers[symbol], test.index))
+        staleUsers[symbol].push_back(test.index);
   }
   return success(ok);
 }
@@ -325,9 +332,13 @@ void Selector::findRepresentatives() {
       }
     }
   }
+  representedExact.assign(numTests, true);
   for (TestId test = 0; test < numTests; ++test)
-    if (representative[test] != kNoTest)
-      ++numRepresented[representative[test]];
+    if (TestId owner = representative[test]; owner != kNoTest) {
+      ++numRepresented[owner];
+      if (!graph.hasExactEvidence(test))
+        representedExact[owner] = false;
+    }
 }
 
 EntityId Selector::getEntry(const Test &test) const {
@@ -499,8 +510,12 @@ void Selector::applyChange(const RelevantChange &change) {
                   ? changed
                   : quoteSymbol(module.getEntity(execution.hottest).symbol) +
                         " in changed " + changed;
-          return llvm::formatv("executes {0} ({1} samples){2}{3}", where,
-                               execution.samples, via, fallback)
+          std::string seen =
+              execution.samples
+                  ? llvm::formatv("{0} samples", execution.samples).str()
+                  : "recorded, not sampled";
+          return llvm::formatv("executes {0} ({1}){2}{3}", where, seen, via,
+                               fallback)
               .str();
         },
         execution.samples);
@@ -748,13 +763,13 @@ bool Selector::applyParseError(const RelevantChange &change) {
 bool Selector::applyImportTime(const RelevantChange &change) {
   const Change &record = changes.getRecord(change);
   bool any = false;
-  if (change.level == ModuleLevel::Effect) {
+  if (change.importEffect) {
     std::string statement =
         lookupString(record.attrs, diff::attr::kEffectStatement).value_or("").str();
     std::string what = "changed module-level code of " +
                        quoteSymbol(record.symbol) + " runs when it is imported" +
                        (statement.empty() ? "" : " (" + statement + ")");
-    any |= selectImporters(change.entity, what);
+    any |= selectImporters(getModuleOf(change.entity), what);
   }
   // A new definition whose decorators may register it changes its module's
   // import, like a module-level call.
@@ -918,7 +933,9 @@ bool Selector::applySampledCallers(const RelevantChange &change,
       if (region.contains(edge.from))
         continue;
       for (TestId test : graph.getTestsExecuting(edge.from)) {
-        if (executing.contains(test))
+        // An exact record lists every function that started: a callee it
+        // lacks did not run.
+        if (executing.contains(test) || graph.hasExactEvidence(test))
           continue;
         any = true;
         const EvidenceGraph::EntityUse *use = graph.lookup(test, edge.from);
@@ -952,7 +969,8 @@ bool Selector::applyStaticReach(const RelevantChange &change) {
   for (const auto &[entity, step] : found) {
     for (const ChangeExecution &execution :
          ChangeSet::getExecutions(graph, changes.getRegion(entity))) {
-      if (!done.insert(execution.test).second)
+      if (graph.hasExactEvidence(execution.test) ||
+          !done.insert(execution.test).second)
         continue;
       verdicts[execution.test].offer(SelectionRule::StaticReach, [&] {
         return llvm::formatv("no sample reaches changed {0}; sampled code "
@@ -981,7 +999,14 @@ bool Selector::applyTestEntries(const RelevantChange &change) {
   for (const Test &test : module.getTests()) {
     EntityId entry = getEntry(test);
     auto it = reachers.find(entry);
-    if (entry == kNoEntity || it == reachers.end())
+    // Exact evidence already says whether the test ran the changed code;
+    // the static view of its body only stands in for sampling's holes (a
+    // static item stands for its evidence tests).
+    bool exact = numRepresented[test.index]
+                     ? representedExact[test.index]
+                     : graph.hasExactEvidence(test.index);
+    if (entry == kNoEntity || it == reachers.end() ||
+        (exact && !it->second.empty()))
       continue;
     any = true;
     verdicts[test.index].offer(SelectionRule::TestEntry, [&] {
@@ -1018,6 +1043,8 @@ bool Selector::applySamePackage(const RelevantChange &change) {
         !inPackage(module.getFilePath(entity.id)))
       continue;
     for (TestId test : graph.getTestsExecuting(entity.id)) {
+      if (graph.hasExactEvidence(test))
+        continue;
       any = true;
       verdicts[test].offer(SelectionRule::SamePackage, [&] {
         return ("nothing reaches changed " + quoteSymbol(record.symbol) +

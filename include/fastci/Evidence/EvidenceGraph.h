@@ -88,9 +88,11 @@ public:
   /// The calls made by \p caller, ordered by callee.
   llvm::ArrayRef<CallEdge> getCallees(EntityId caller) const;
 
-  /// True if test \p test has any evidence.
+  /// True if test \p test has any evidence: samples, or a record of the
+  /// exact recorder (whose functions may all be gone since).
   bool hasEvidence(TestId test) const {
-    return test < profiles.size() && !profiles[test].empty();
+    return test < profiles.size() &&
+           (!profiles[test].empty() || hasImportEvidence(test));
   }
   /// The entities test \p test executed, ordered by entity id.
   llvm::ArrayRef<EntityUse> getEntityUses(TestId test) const;
@@ -106,6 +108,15 @@ public:
   bool hasImportEvidence(TestId test) const {
     return test < importInfo.size() && importInfo[test];
   }
+  /// True when every record of \p test says `coverage = "exact"`: every
+  /// function its processes started at test time is in its evidence, so
+  /// code missing from it did not run (no sampling hole to fill).
+  bool hasExactEvidence(TestId test) const {
+    return test < exact.size() && exact[test];
+  }
+  /// Symbols in \p test's `functions` and `import_functions` that name no
+  /// entity of the module (code deleted, moved or renamed since recording).
+  llvm::ArrayRef<std::string> getUnresolvedFunctions(TestId test) const;
   /// The entities \p test ran while a module body executed, by id.
   llvm::ArrayRef<EntityId> getImportFunctions(TestId test) const;
   /// The modules \p test's processes imported as its records say, by id.
@@ -137,7 +148,8 @@ private:
   /// Indexed by entity id.
   std::vector<std::vector<TestId>> testsByEntity;
   /// Import-time evidence, indexed by test id.
-  std::vector<bool> importInfo;
+  std::vector<bool> importInfo, exact;
+  std::vector<std::vector<std::string>> unresolvedFunctions;
   std::vector<std::vector<EntityId>> importFunctions, recordedImports;
   /// Inverses, indexed by entity id.
   std::vector<std::vector<TestId>> testsAtImport, testsImporting;

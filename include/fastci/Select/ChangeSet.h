@@ -56,8 +56,12 @@ struct RelevantChange {
   /// import; its region is then the module entity alone, since the entities
   /// nested in it did not change.
   ModuleLevel level = ModuleLevel::None;
-  /// For Definition (and Effect) changes: the names bound.
+  /// For classified changes of a module's or class's own lines: the names
+  /// bound.
   std::vector<std::string> defines;
+  /// The change runs with effects when its module is imported (a
+  /// module-level Effect, or a class whose own lines are one).
+  bool importEffect = false;
 };
 
 /// One test's execution of a change's region.
