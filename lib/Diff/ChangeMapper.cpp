@@ -492,8 +492,6 @@ private:
             std::vector<MovePair> &pairs);
   void moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs);
   void classifyModuleLevelChanges();
-  RepositoryCallPredicate getCallPredicate(const Module &in, StringRef path,
-                                           StringRef qualName);
   /// A file's text split into lines, read once for similarity.
   struct SourceText {
     std::optional<std::string> text;
@@ -1242,49 +1240,6 @@ void ChangeMapper::Impl::moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs) {
 // Module-level code
 //===----------------------------------------------------------------------===//
 
-/// True when \p name (dotted) is code of \p module: an entity, or a name
-/// under one of its modules (`pkg.util.env` when `pkg.util` is one).
-static bool isRepositoryName(const Module &module, StringRef name) {
-  for (StringRef prefix = name; !prefix.empty();
-       prefix = prefix.rsplit('.').first) {
-    EntityId id = module.lookupEntity(prefix);
-    if (id != kNoEntity)
-      return true;
-    if (!prefix.contains('.'))
-      break;
-  }
-  return false;
-}
-
-RepositoryCallPredicate
-ChangeMapper::Impl::getCallPredicate(const Module &in, StringRef path,
-                                     StringRef qualName) {
-  // The scope's call edges by line: calls of the module's (or class's) own
-  // code are edges from its entity.
-  std::string symbol = mapper.namer.getName(path);
-  if (!qualName.empty())
-    symbol += "." + qualName.str();
-  EntityId scope = symbol.empty() ? kNoEntity : in.lookupEntity(symbol);
-  std::multimap<uint32_t, std::string> calls;
-  for (const StaticEdge &edge : in.getEdges())
-    if (edge.kind == EdgeKind::Call && edge.from == scope && scope != kNoEntity)
-      calls.emplace(edge.line, edge.to != kNoEntity
-                                   ? in.getEntity(edge.to).symbol.str()
-                                   : edge.name.str());
-  const Module &head = module;
-  return [calls = std::move(calls), &head, &in,
-          known = scope != kNoEntity](uint32_t line, StringRef) {
-    // Without the scope's edges nothing is known about the callee.
-    if (!known)
-      return true;
-    auto [first, last] = calls.equal_range(line);
-    for (auto it = first; it != last; ++it)
-      if (isRepositoryName(head, it->second) || isRepositoryName(in, it->second))
-        return true;
-    return false;
-  };
-}
-
 void ChangeMapper::Impl::classifyModuleLevelChanges() {
   for (PendingChange &change : pending) {
     if (change.dropped || change.kind == ChangeKind::Cosmetic ||
@@ -1342,8 +1297,7 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
         added.push_back(line);
     if (!added.empty()) {
       if (newText.text)
-        classifyModuleLevel(*newText.text, qualName, added,
-                            getCallPredicate(module, newPath, qualName), edit);
+        classifyModuleLevel(*newText.text, qualName, added, edit);
       else
         complete = false;
     }
@@ -1353,14 +1307,9 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
           it != diffByNewPath.end() && !it->second->oldPath.empty())
         oldPath = it->second->oldPath;
       const SourceText &oldText = getOldText(oldPath);
-      if (oldText.text && mapper.oldModule)
+      if (oldText.text)
         classifyModuleLevel(*oldText.text, qualName, change.removedLines,
-                            getCallPredicate(*mapper.oldModule, oldPath,
-                                             qualName),
                             edit);
-      else if (oldText.text)
-        classifyModuleLevel(*oldText.text, qualName, change.removedLines,
-                            nullptr, edit);
       else
         complete = false;
     }

@@ -65,10 +65,8 @@ struct ParserDeleter {
 class Classifier {
 public:
   Classifier(StringRef source, llvm::ArrayRef<uint32_t> lines,
-             const RepositoryCallPredicate &isRepositoryCall,
              ModuleLevelEdit &edit)
-      : source(source), lines(lines), isRepositoryCall(isRepositoryCall),
-        edit(edit) {}
+      : source(source), lines(lines), edit(edit) {}
 
   void run(StringRef qualName);
 
@@ -116,35 +114,14 @@ private:
   void assignment(TSNode statement, TSNode node);
   bool bindTarget(TSNode target);
   void importNames(TSNode node);
-  bool hasRepositoryCall(TSNode node) const;
   void definition(TSNode node, llvm::ArrayRef<TSNode> decorators);
 
   StringRef source;
   llvm::ArrayRef<uint32_t> lines;
-  const RepositoryCallPredicate &isRepositoryCall;
   ModuleLevelEdit &edit;
 };
 
 } // namespace
-
-bool Classifier::hasRepositoryCall(TSNode node) const {
-  if (type(node) == "call") {
-    TSNode callee = field(node, "function");
-    if (!isRepositoryCall || ts_node_is_null(callee) ||
-        isRepositoryCall(firstLine(node), text(callee)))
-      return true;
-  }
-  // Lambdas and comprehensions run later or over data; a call inside them
-  // is still a call at import for comprehensions, so only lambdas are
-  // skipped.
-  if (type(node) == "lambda")
-    return false;
-  uint32_t count = ts_node_named_child_count(node);
-  for (uint32_t i = 0; i < count; ++i)
-    if (hasRepositoryCall(ts_node_named_child(node, i)))
-      return true;
-  return false;
-}
 
 bool Classifier::bindTarget(TSNode target) {
   StringRef kind = type(target);
@@ -168,14 +145,14 @@ void Classifier::assignment(TSNode statement, TSNode node) {
   TSNode left = field(node, "left");
   if (ts_node_is_null(left) || !bindTarget(left))
     return effect(statement);
+  // The right-hand side may call anything (`logger = get_logger(...)`,
+  // `DEFAULTS = env("X", 1)`): what the statement does is bind the result.
+  // Functions called there are assumed to act through their return value;
+  // a change to their body is caught as import-time code of its own.
   TSNode right = field(node, "right");
-  if (ts_node_is_null(right))
-    return; // `x: int` binds nothing at run time but names x.
-  StringRef rightKind = type(right);
-  if (rightKind == "assignment" || rightKind == "augmented_assignment")
-    return assignment(statement, right);
-  if (hasRepositoryCall(right))
-    effect(statement);
+  if (!ts_node_is_null(right) && (type(right) == "assignment" ||
+                                  type(right) == "augmented_assignment"))
+    assignment(statement, right);
 }
 
 void Classifier::importNames(TSNode node) {
@@ -275,9 +252,7 @@ void Classifier::statement(TSNode node) {
         return assignment(node, child);
       if (childKind == "augmented_assignment") {
         TSNode left = field(child, "left");
-        TSNode right = field(child, "right");
-        if (ts_node_is_null(left) || type(left) != "identifier" ||
-            (!ts_node_is_null(right) && hasRepositoryCall(right)))
+        if (ts_node_is_null(left) || type(left) != "identifier")
           return effect(node);
         return define(text(left));
       }
@@ -401,11 +376,10 @@ void Classifier::run(StringRef qualName) {
 
 void fastci::classifyModuleLevel(StringRef source, StringRef qualName,
                                  llvm::ArrayRef<uint32_t> lines,
-                                 const RepositoryCallPredicate &isRepositoryCall,
                                  ModuleLevelEdit &edit) {
   if (lines.empty())
     return;
   std::vector<uint32_t> sorted(lines.begin(), lines.end());
   llvm::sort(sorted);
-  Classifier(source, sorted, isRepositoryCall, edit).run(qualName);
+  Classifier(source, sorted, edit).run(qualName);
 }

@@ -261,19 +261,6 @@ MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
       }
       ids.push_back(id);
     }
-    // Call sites of module and class bodies tell mark-changed whether a
-    // removed module-level line called repository code.
-    for (const python::EdgeSummary &edge : summary.edges) {
-      if (edge.kind != EdgeKind::Call)
-        continue;
-      StaticEdge staticEdge;
-      staticEdge.kind = EdgeKind::Call;
-      staticEdge.from =
-          edge.from == python::kModuleScope ? moduleId : ids[edge.from];
-      staticEdge.name = old->intern(edge.target);
-      staticEdge.line = edge.line;
-      old->addEdge(staticEdge);
-    }
     oldTexts[file.oldPath] = std::move(*text);
   }
   return old;

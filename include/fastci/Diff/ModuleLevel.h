@@ -18,7 +18,6 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,12 +38,6 @@ struct ModuleLevelEdit {
   void finish();
 };
 
-/// True when the call at \p line whose callee is written \p callee may run
-/// repository code (whose effects are unknown); used for calls on the
-/// right-hand side of an assignment.
-using RepositoryCallPredicate =
-    std::function<bool(uint32_t line, llvm::StringRef callee)>;
-
 /// Classifies the statements of \p source that overlap \p lines (1-based)
 /// and sit directly in the scope \p qualName: the module itself for "", else
 /// the body of the class with that module-relative qualified name (`A.B`),
@@ -52,9 +45,7 @@ using RepositoryCallPredicate =
 /// \p edit, so the old and new versions of a file can both be classified
 /// into one edit. A scope that cannot be found marks the edit as an effect.
 void classifyModuleLevel(llvm::StringRef source, llvm::StringRef qualName,
-                         llvm::ArrayRef<uint32_t> lines,
-                         const RepositoryCallPredicate &isRepositoryCall,
-                         ModuleLevelEdit &edit);
+                         llvm::ArrayRef<uint32_t> lines, ModuleLevelEdit &edit);
 
 /// True when the decorator \p name (dotted, as parse-python records it,
 /// arguments dropped) is known to bind its function without registering it
