@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangeMapper.h"
 #include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Diff/ImportGraph.h"
 #include "fastci/Diff/ModuleLevel.h"
 #include "fastci/Evidence/EvidenceAttrs.h"
 #include "llvm/ADT/DenseMap.h"
@@ -30,6 +31,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 
 using namespace fastci;
@@ -492,6 +494,7 @@ private:
             std::vector<MovePair> &pairs);
   void moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs);
   void classifyModuleLevelChanges();
+  void checkNewImports(EntityId moduleEntity, ModuleLevelEdit &edit);
   /// A file's text split into lines, read once for similarity.
   struct SourceText {
     std::optional<std::string> text;
@@ -518,6 +521,8 @@ private:
   /// every entity renamed or moved within its file, so that the members of
   /// a renamed (and edited) class or function can pair too.
   std::map<std::pair<std::string, std::string>, std::string> renamedScopes;
+  /// The head's static import graph, built for the first changed import.
+  std::optional<ImportGraph> importGraph;
   /// Tests by the non-Python files their evidence read (`reads`).
   std::optional<llvm::StringMap<std::set<TestId>>> readersByPath;
 };
@@ -1240,6 +1245,96 @@ void ChangeMapper::Impl::moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs) {
 // Module-level code
 //===----------------------------------------------------------------------===//
 
+/// The absolute name of \p written (`.utils`, `..pkg.x`, `os`) imported in
+/// module \p moduleName (a package when \p isPackage).
+static std::string resolveImport(StringRef written, StringRef moduleName,
+                                 bool isPackage) {
+  size_t level = 0;
+  while (level < written.size() && written[level] == '.')
+    ++level;
+  if (!level)
+    return written.str();
+  StringRef package = moduleName;
+  if (!isPackage)
+    package = package.contains('.') ? package.rsplit('.').first : "";
+  for (size_t i = 1; i < level; ++i)
+    package = package.contains('.') ? package.rsplit('.').first : "";
+  StringRef rest = written.drop_front(level);
+  if (package.empty())
+    return rest.str();
+  return rest.empty() ? package.str() : (package + "." + rest).str();
+}
+
+void ChangeMapper::Impl::checkNewImports(EntityId moduleEntity,
+                                         ModuleLevelEdit &edit) {
+  // An import binds names, but it also runs the body of a module the
+  // process had not imported yet. That is an effect when such a body (or
+  // one it imports in turn) has effects of its own: code that was never
+  // part of these processes now runs in them.
+  if (edit.imports.empty())
+    return;
+  if (!importGraph)
+    importGraph.emplace(module);
+  const Entity &self = module.getEntity(moduleEntity);
+  StringRef path = module.getFilePath(moduleEntity);
+  bool isPackage = llvm::sys::path::filename(path) == "__init__.py";
+  // The packages above the module run before it in every importer; what
+  // they import (not through this module) is loaded already.
+  llvm::SmallVector<EntityId, 4> parents;
+  for (StringRef name = self.symbol; name.contains('.');) {
+    name = name.rsplit('.').first;
+    if (EntityId id = module.lookupEntity(name);
+        id != kNoEntity && module.getEntity(id).kind == EntityKind::Module)
+      parents.push_back(id);
+  }
+  llvm::DenseSet<EntityId> loaded =
+      importGraph->getImportClosure(parents, moduleEntity);
+  loaded.insert(moduleEntity);
+  std::vector<std::pair<EntityId, std::string>> worklist;
+  for (const std::string &written : edit.imports) {
+    EntityId target = importGraph->lookupModule(
+        resolveImport(written, self.symbol, isPackage));
+    if (target != kNoEntity && !loaded.contains(target))
+      worklist.emplace_back(target, written);
+  }
+  constexpr size_t kMaxModules = 64;
+  size_t checked = 0;
+  while (!worklist.empty()) {
+    auto [target, via] = worklist.back();
+    worklist.pop_back();
+    if (!loaded.insert(target).second)
+      continue;
+    StringRef targetPath = module.getFilePath(target);
+    const SourceText &text = getNewText(targetPath);
+    if (++checked > kMaxModules || !text.text) {
+      edit.effect = true;
+      edit.effectStatement =
+          checked > kMaxModules
+              ? llvm::formatv("imports more than {0} modules no importer "
+                              "loaded before",
+                              kMaxModules)
+                    .str()
+              : "imports '" + via + "', whose text is not available";
+      return;
+    }
+    ModuleLevelEdit body;
+    std::vector<uint32_t> all(text.lines.size());
+    std::iota(all.begin(), all.end(), 1u);
+    classifyModuleLevel(*text.text, "", all, body);
+    if (body.effect) {
+      edit.effect = true;
+      edit.effectStatement =
+          ("imports " + module.getEntity(target).symbol + " (via '" + via +
+           "'), whose body has effects: " + body.effectStatement)
+              .str();
+      return;
+    }
+    for (EntityId next : importGraph->getImports(target))
+      if (!loaded.contains(next))
+        worklist.emplace_back(next, via);
+  }
+}
+
 void ChangeMapper::Impl::classifyModuleLevelChanges() {
   for (PendingChange &change : pending) {
     if (change.dropped || change.kind == ChangeKind::Cosmetic ||
@@ -1319,6 +1414,8 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
     if (!complete || !edit.found)
       continue;
     edit.finish();
+    if (!edit.effect && change.entityKind == EntityKind::Module)
+      checkNewImports(change.entity, edit);
     change.attrs.set(diff::attr::kModuleLevel,
                      Attribute::getString(edit.effect ? diff::attr::kEffect
                                                       : diff::attr::kDefinition));

@@ -161,6 +161,19 @@ void Classifier::importNames(TSNode node) {
     return;
   bool isFrom = kind == "import_from_statement";
   TSNode moduleName = isFrom ? field(node, "module_name") : TSNode{};
+  std::string from;
+  if (isFrom && !ts_node_is_null(moduleName)) {
+    from = text(moduleName).str();
+    llvm::erase_if(from, [](char c) { return c == ' ' || c == '\n'; });
+    edit.imports.push_back(from);
+  }
+  auto imported = [&](StringRef name) {
+    if (!isFrom)
+      return edit.imports.push_back(name.str());
+    edit.imports.push_back(from.empty() || from.back() == '.'
+                               ? from + name.str()
+                               : from + "." + name.str());
+  };
   uint32_t count = ts_node_named_child_count(node);
   for (uint32_t i = 0; i < count; ++i) {
     TSNode child = ts_node_named_child(node, i);
@@ -173,10 +186,13 @@ void Classifier::importNames(TSNode node) {
       TSNode alias = field(child, "alias");
       if (!ts_node_is_null(alias))
         define(text(alias));
+      if (TSNode name = field(child, "name"); !ts_node_is_null(name))
+        imported(text(name));
     } else if (childKind == "dotted_name") {
       // `import a.b` binds `a`; `from m import x` binds `x`.
       StringRef name = text(child);
       define(isFrom ? name : name.split('.').first);
+      imported(name);
     }
   }
 }

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Select/Selector.h"
 #include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Diff/ImportGraph.h"
 #include "fastci/Evidence/EvidenceMerger.h"
 #include "fastci/Python/PythonAttrs.h"
 #include "fastci/Select/SelectAttrs.h"
@@ -152,11 +153,8 @@ private:
   /// Entities whose staleness matters for this merge request: in a changed
   /// region, enclosing one, or reaching one statically (stale heals).
   std::optional<llvm::DenseSet<EntityId>> staleRelevant;
-  /// The static import graph: for each module, the modules importing it
-  /// directly (a module imports the packages above what it names).
-  bool importGraphBuilt = false;
-  std::vector<std::vector<EntityId>> importedBy;
-  llvm::StringMap<EntityId> moduleByFile;
+  /// The static import graph, built when a rule first needs it.
+  std::optional<ImportGraph> imports;
   /// Each test's root modules: its file's module and the conftests above it.
   std::vector<llvm::SmallVector<EntityId, 4>> testRoots;
   /// Readers of module-level names: (name, entity) sorted by name.
@@ -586,8 +584,9 @@ EntityId Selector::getTestModule(const Test &test) const {
   if (entry != kNoEntity)
     if (EntityId owner = getModuleOf(entry); owner != kNoEntity)
       return owner;
-  auto it = moduleByFile.find(getTestFilePath(module, test));
-  return it == moduleByFile.end() ? kNoEntity : it->second;
+  if (!imports)
+    return kNoEntity;
+  return imports->getModuleForFile(getTestFilePath(module, test));
 }
 
 const StaticPaths *Selector::getReaching(const RelevantChange &change) {
@@ -606,52 +605,9 @@ const StaticPaths *Selector::getReaching(const RelevantChange &change) {
 }
 
 void Selector::buildImportGraph() {
-  if (importGraphBuilt)
+  if (imports)
     return;
-  importGraphBuilt = true;
-  importedBy.assign(module.getNumEntities(), {});
-  // The module a dotted name lives in: its longest prefix naming a module.
-  auto moduleNamed = [&](llvm::StringRef name) {
-    for (llvm::StringRef prefix = name; !prefix.empty();) {
-      EntityId id = module.lookupEntity(prefix);
-      if (id != kNoEntity && module.getEntity(id).kind == EntityKind::Module)
-        return id;
-      if (id != kNoEntity)
-        if (EntityId owner = getModuleOf(id); owner != kNoEntity)
-          return owner;
-      if (!prefix.contains('.'))
-        break;
-      prefix = prefix.rsplit('.').first;
-    }
-    return kNoEntity;
-  };
-  for (const StaticEdge &edge : module.getEdges()) {
-    if (edge.kind != EdgeKind::Import)
-      continue;
-    EntityId from = getModuleOf(edge.from);
-    EntityId to = edge.to != kNoEntity ? getModuleOf(edge.to) : kNoEntity;
-    if (to == kNoEntity)
-      to = moduleNamed(edge.name);
-    if (from == kNoEntity || to == kNoEntity)
-      continue;
-    // Importing `a.b.c` runs `a` and `a.b` first.
-    for (llvm::StringRef name = module.getEntity(to).symbol; !name.empty();) {
-      EntityId target = module.lookupEntity(name);
-      if (target != kNoEntity && target != from &&
-          module.getEntity(target).kind == EntityKind::Module)
-        importedBy[target].push_back(from);
-      if (!name.contains('.'))
-        break;
-      name = name.rsplit('.').first;
-    }
-  }
-  for (std::vector<EntityId> &list : importedBy) {
-    llvm::sort(list);
-    list.erase(std::unique(list.begin(), list.end()), list.end());
-  }
-  for (const Entity &entity : module.getEntities())
-    if (entity.kind == EntityKind::Module)
-      moduleByFile.try_emplace(module.getFilePath(entity.id), entity.id);
+  imports.emplace(module);
   // pytest imports a test file's conftests (every directory from the root
   // down) before the file itself, in the same process.
   testRoots.assign(module.getNumTests(), {});
@@ -665,8 +621,8 @@ void Selector::buildImportGraph() {
          ; dir = llvm::sys::path::parent_path(dir, llvm::sys::path::Style::posix)) {
       std::string conftest =
           dir.empty() ? "conftest.py" : (dir + "/conftest.py").str();
-      if (auto it = moduleByFile.find(conftest); it != moduleByFile.end())
-        roots.push_back(it->second);
+      if (EntityId id = imports->getModuleForFile(conftest); id != kNoEntity)
+        roots.push_back(id);
       if (dir.empty())
         break;
     }
@@ -675,17 +631,7 @@ void Selector::buildImportGraph() {
 
 llvm::DenseSet<EntityId> Selector::getImporters(EntityId moduleEntity) {
   buildImportGraph();
-  // Every module that imports this one, directly or not, and itself.
-  llvm::DenseSet<EntityId> importers{moduleEntity};
-  std::vector<EntityId> worklist{moduleEntity};
-  while (!worklist.empty()) {
-    EntityId at = worklist.back();
-    worklist.pop_back();
-    for (EntityId from : importedBy[at])
-      if (importers.insert(from).second)
-        worklist.push_back(from);
-  }
-  return importers;
+  return imports->getImportersClosure(moduleEntity);
 }
 
 bool Selector::selectImporters(EntityId moduleEntity, const std::string &what) {
@@ -1116,6 +1062,7 @@ LogicalResult Selector::run(SelectionStats &stats) {
   if (failed(readEvidenceStates()))
     return failure();
   findRepresentatives();
+  buildImportGraph();
   applyPolicy();
   applyTestRules();
   for (const RelevantChange &change : changes.getChanges())

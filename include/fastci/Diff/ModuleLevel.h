@@ -31,6 +31,9 @@ struct ModuleLevelEdit {
   std::string effectStatement;
   /// Names the changed statements bind (sorted, unique once finish()ed).
   std::vector<std::string> defines;
+  /// Modules the changed statements import, as written (`a.b`, `.utils`,
+  /// `..pkg`); a `from m import x` also lists `m.x`, which may be a module.
+  std::vector<std::string> imports;
   /// At least one changed statement was found.
   bool found = false;
 
