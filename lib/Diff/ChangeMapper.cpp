@@ -494,7 +494,8 @@ private:
             std::vector<MovePair> &pairs);
   void moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs);
   void classifyModuleLevelChanges();
-  void checkNewImports(EntityId moduleEntity, ModuleLevelEdit &edit);
+  void checkNewImports(EntityId moduleEntity, llvm::ArrayRef<uint32_t> lines,
+                       ModuleLevelEdit &edit);
   /// A file's text split into lines, read once for similarity.
   struct SourceText {
     std::optional<std::string> text;
@@ -1266,6 +1267,7 @@ static std::string resolveImport(StringRef written, StringRef moduleName,
 }
 
 void ChangeMapper::Impl::checkNewImports(EntityId moduleEntity,
+                                         llvm::ArrayRef<uint32_t> lines,
                                          ModuleLevelEdit &edit) {
   // An import binds names, but it also runs the body of a module the
   // process had not imported yet. That is an effect when such a body (or
@@ -1287,8 +1289,22 @@ void ChangeMapper::Impl::checkNewImports(EntityId moduleEntity,
         id != kNoEntity && module.getEntity(id).kind == EntityKind::Module)
       parents.push_back(id);
   }
-  llvm::DenseSet<EntityId> loaded =
-      importGraph->getImportClosure(parents, moduleEntity);
+  // So is what the module's own unchanged imports load.
+  llvm::SmallVector<EntityId, 8> roots(parents.begin(), parents.end());
+  for (const StaticEdge &edge : module.getEdges()) {
+    if (edge.kind != EdgeKind::Import || llvm::is_contained(lines, edge.line) ||
+        (edge.from != moduleEntity &&
+         !(edge.from < module.getNumEntities() &&
+           module.getEntity(edge.from).kind == EntityKind::Class &&
+           importGraph->getModuleOf(edge.from) == moduleEntity)))
+      continue;
+    EntityId target = edge.to != kNoEntity ? importGraph->getModuleOf(edge.to)
+                                           : importGraph->lookupModule(edge.name);
+    if (target != kNoEntity)
+      roots.push_back(target);
+  }
+  llvm::DenseSet<EntityId> loaded = importGraph->getImportClosure(
+      roots, moduleEntity, /*moduleLevelOnly=*/true);
   loaded.insert(moduleEntity);
   std::vector<std::pair<EntityId, std::string>> worklist;
   for (const std::string &written : edit.imports) {
@@ -1329,7 +1345,8 @@ void ChangeMapper::Impl::checkNewImports(EntityId moduleEntity,
               .str();
       return;
     }
-    for (EntityId next : importGraph->getImports(target))
+    for (EntityId next :
+         importGraph->getImportClosure({target}, kNoEntity, true))
       if (!loaded.contains(next))
         worklist.emplace_back(next, via);
   }
@@ -1415,7 +1432,7 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
       continue;
     edit.finish();
     if (!edit.effect && change.entityKind == EntityKind::Module)
-      checkNewImports(change.entity, edit);
+      checkNewImports(change.entity, change.lines, edit);
     change.attrs.set(diff::attr::kModuleLevel,
                      Attribute::getString(edit.effect ? diff::attr::kEffect
                                                       : diff::attr::kDefinition));

@@ -13,7 +13,8 @@ using namespace fastci;
 
 ImportGraph::ImportGraph(const Module &module)
     : module(module), imports(module.getNumEntities()),
-      importers(module.getNumEntities()) {
+      importers(module.getNumEntities()),
+      moduleLevelImports(module.getNumEntities()) {
   for (const Entity &entity : module.getEntities())
     if (entity.kind == EntityKind::Module)
       moduleByFile.try_emplace(module.getFilePath(entity.id), entity.id);
@@ -26,6 +27,15 @@ ImportGraph::ImportGraph(const Module &module)
       to = lookupModule(edge.name);
     if (from == kNoEntity || to == kNoEntity)
       continue;
+    // Imports written in a module's or class's own code run with its body;
+    // those in functions run when the function does.
+    bool moduleLevel = true;
+    for (EntityId at = edge.from; at != from && at < module.getNumEntities();
+         at = module.getEntity(at).parent)
+      if (module.getEntity(at).kind == EntityKind::Function) {
+        moduleLevel = false;
+        break;
+      }
     // Importing `a.b.c` runs `a` and `a.b` first.
     for (llvm::StringRef name = module.getEntity(to).symbol; !name.empty();) {
       EntityId target = module.lookupEntity(name);
@@ -33,13 +43,15 @@ ImportGraph::ImportGraph(const Module &module)
           module.getEntity(target).kind == EntityKind::Module) {
         imports[from].push_back(target);
         importers[target].push_back(from);
+        if (moduleLevel)
+          moduleLevelImports[from].push_back(target);
       }
       if (!name.contains('.'))
         break;
       name = name.rsplit('.').first;
     }
   }
-  for (auto *lists : {&imports, &importers})
+  for (auto *lists : {&imports, &importers, &moduleLevelImports})
     for (std::vector<EntityId> &list : *lists) {
       llvm::sort(list);
       list.erase(std::unique(list.begin(), list.end()), list.end());
@@ -101,7 +113,8 @@ ImportGraph::getImportersClosure(EntityId id) const {
 
 llvm::DenseSet<EntityId>
 ImportGraph::getImportClosure(llvm::ArrayRef<EntityId> roots,
-                              EntityId skip) const {
+                              EntityId skip, bool moduleLevelOnly) const {
+  const auto &edges = moduleLevelOnly ? moduleLevelImports : imports;
   llvm::DenseSet<EntityId> found;
   std::vector<EntityId> worklist;
   for (EntityId root : roots)
@@ -112,7 +125,7 @@ ImportGraph::getImportClosure(llvm::ArrayRef<EntityId> roots,
     worklist.pop_back();
     if (at == skip)
       continue;
-    for (EntityId to : imports[at])
+    for (EntityId to : edges[at])
       if (found.insert(to).second)
         worklist.push_back(to);
   }

@@ -42,13 +42,16 @@ public:
   /// \p module and every module that imports it, directly or not.
   llvm::DenseSet<EntityId> getImportersClosure(EntityId module) const;
   /// \p roots and every module they import, directly or not, not following
-  /// the imports of \p skip (kNoEntity: follow all).
+  /// the imports of \p skip (kNoEntity: follow all). With
+  /// \p moduleLevelOnly, only imports a module (or class) body runs while it
+  /// is imported count, not those inside functions.
   llvm::DenseSet<EntityId> getImportClosure(llvm::ArrayRef<EntityId> roots,
-                                            EntityId skip = kNoEntity) const;
+                                            EntityId skip = kNoEntity,
+                                            bool moduleLevelOnly = false) const;
 
 private:
   const Module &module;
-  std::vector<std::vector<EntityId>> imports, importers;
+  std::vector<std::vector<EntityId>> imports, importers, moduleLevelImports;
   llvm::StringMap<EntityId> moduleByFile;
 };
 
