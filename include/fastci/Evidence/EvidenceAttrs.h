@@ -1,9 +1,11 @@
 //===- EvidenceAttrs.h - Attribute names merge-evidence writes --*- C++ -*-===//
 //
-// The attribute names merge-evidence sets on evidence records and on the
-// module, declared once so that their readers (EvidenceGraph,
-// select-affected, mark-changed, emit-plan) share one spelling.
-// docs/Evidence.md describes each value.
+// The attribute names merge-evidence (lib/Evidence) sets on tests, evidence
+// records and the module, declared once so that every reader (selection,
+// pruning, emit-plan, plugins) shares one spelling. Each comment gives the
+// value kind, where it is set, what it means and who reads it; the verifier
+// checks the kinds (passes/Attributes.cpp registers them). docs/IR.md has
+// the table of writers and readers, docs/Evidence.md the meaning.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FASTCI_EVIDENCE_EVIDENCEATTRS_H
@@ -12,6 +14,33 @@
 #include "llvm/ADT/StringRef.h"
 
 namespace fastci::evidence::attr {
+
+/// String (`fresh` | `unverified` | `stale` | `missing`), on tests and
+/// evidence records: the EvidenceState. Read by select-affected,
+/// prune-context-equiv and emit-plan.
+inline constexpr llvm::StringLiteral kState = "evidence";
+/// Symbol list, on stale tests and records: the code (at the recorded
+/// revision) that changed since. Read by select-affected for its reason.
+inline constexpr llvm::StringLiteral kStaleEntities = "stale_entities";
+/// Int, on stale tests and records: samples whose stack passes through stale
+/// code. Read by select-affected for its reason.
+inline constexpr llvm::StringLiteral kStaleSamples = "stale_samples";
+/// Bool, on tests only evidence names (no static item): true. Read by
+/// emit-plan and docs.
+inline constexpr llvm::StringLiteral kFromEvidence = "from_evidence";
+/// Int, on the module: the calling-context depth EvidenceGraph uses. Read by
+/// EvidenceGraph (select-affected, prune-context-equiv).
+inline constexpr llvm::StringLiteral kContextDepth = "evidence_context_depth";
+/// Int, on records: the evidence files merged into the record.
+inline constexpr llvm::StringLiteral kFiles = "files";
+/// Int list, on records merged from several processes: their pids.
+inline constexpr llvm::StringLiteral kPids = "pids";
+/// Int, on records: samples whose every frame is outside the repository.
+inline constexpr llvm::StringLiteral kExternalSamples = "external_samples";
+/// Number, on records: wall time of the recorded test in seconds.
+inline constexpr llvm::StringLiteral kWallSeconds = "wall_seconds";
+/// Bool, on records: false when a process ended without its footer.
+inline constexpr llvm::StringLiteral kComplete = "complete";
 
 /// String, on a record: "exact" when every process merged into it ran the
 /// exact function recorder, "sampled" otherwise. Read by EvidenceGraph.

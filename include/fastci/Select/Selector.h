@@ -14,6 +14,7 @@
 #define FASTCI_SELECT_SELECTOR_H
 
 #include "fastci/Evidence/EvidenceGraph.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/IR/Module.h"
 #include "fastci/Support/Diagnostics.h"
 #include "fastci/Support/LogicalResult.h"
@@ -83,19 +84,15 @@ inline bool isFallbackRule(SelectionRule rule) {
   return rule < SelectionRule::Executes;
 }
 
-/// Attribute names select-affected writes.
+/// Transitional spelling of select::attr (SelectAttrs.h) until its users
+/// are swept.
 namespace select_attrs {
-/// On tests: true when the test runs.
-inline constexpr llvm::StringLiteral kSelected = "selected";
-/// On tests: the deciding SelectionRule.
-inline constexpr llvm::StringLiteral kRule = "rule";
-/// On tests: a sentence saying why.
-inline constexpr llvm::StringLiteral kReason = "reason";
-/// On the module: the summary of the selection, which also tells later
-/// passes that selection ran.
-inline constexpr llvm::StringLiteral kSummary = "selection";
-/// On the module: changed code no rule could route to any test.
-inline constexpr llvm::StringLiteral kUnreached = "unreached_changes";
+using select::attr::kReason;
+using select::attr::kRule;
+using select::attr::kSelected;
+using select::attr::kUnreached;
+inline constexpr const llvm::StringLiteral &kSummary =
+    select::attr::kSelectionSummary;
 } // namespace select_attrs
 
 /// The knobs of the fail-safe rules; each loosens or tightens one rule.

@@ -16,6 +16,7 @@
 
 #include "fastci/IR/Module.h"
 #include "fastci/Workload/Schema.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,10 +56,10 @@ struct LoweringResult {
   bool goldenInvalidated = false;
 };
 
-/// The test attribute holding a test's own floor overrides: floor name ->
-/// `{off = "<reason>"}` or `{"at-least" = <n>, why = "<reason>"}` (`why`
-/// optional). load-manifest sets it from a test's `floors:`.
-inline constexpr llvm::StringLiteral kFloorOverridesAttr = "floor_overrides";
+/// Transitional spelling of workload::attr::kFloorOverrides
+/// (WorkloadAttrs.h) until its users are swept.
+inline constexpr const llvm::StringLiteral &kFloorOverridesAttr =
+    workload::attr::kFloorOverrides;
 
 /// One test's adjustment of one of its dialect's behaviour floors.
 struct FloorOverride {
