@@ -476,11 +476,10 @@ void Selector::applyChange(const RelevantChange &change) {
     fallback = " (no `names` from parse-python: every entity of the module "
                "counts)";
   } else if (change.level == ModuleLevel::Definition) {
-    if (applyModuleNames(change, record.symbol))
-      reached = true;
-    // Class attributes and names nobody reads: nothing else observes them.
-    if (options.testEntries && applyTestEntries(change))
-      reached = true;
+    // Nothing but the readers observes a binding: no static reach through
+    // imports of the module, no package fallback (a name nobody reads
+    // selects nothing, and is no warning).
+    applyModuleNames(change, record.symbol);
     return;
   } else if (change.level == ModuleLevel::Effect) {
     fullRegion = changes.getRegion(change.entity);
