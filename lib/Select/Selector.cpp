@@ -165,6 +165,8 @@ private:
   std::vector<TestId> representative;
   /// For static tests that evidence tests stand for: how many.
   std::vector<uint32_t> numRepresented;
+  /// Whether parse-python wrote `names` (found on first use).
+  mutable std::optional<bool> namesWritten;
   /// For those: whether every evidence test under it has exact evidence.
   std::vector<bool> representedExact;
 };
@@ -565,8 +567,14 @@ void Selector::applyChange(const RelevantChange &change) {
 }
 
 bool Selector::hasNames(EntityId moduleEntity) const {
-  return moduleEntity < module.getNumEntities() &&
-         module.getEntity(moduleEntity).attrs.lookup(python::attr::kNames);
+  // parse-python leaves `names` out where an entity loads nothing, so a
+  // module of constants has none: any entity with `names` says the parser
+  // wrote them for every entity.
+  if (!namesWritten)
+    namesWritten = llvm::any_of(module.getEntities(), [&](const Entity &e) {
+      return e.attrs.lookup(python::attr::kNames) != nullptr;
+    });
+  return moduleEntity < module.getNumEntities() && *namesWritten;
 }
 
 EntityId Selector::getModuleOf(EntityId entity) const {
