@@ -198,7 +198,8 @@ public:
   /// decorator above the `def`, else its own first line.
   static uint32_t getClaimStart(const Entity &entity) {
     uint32_t start = entity.range.startLine;
-    if (std::optional<int64_t> line = entity.attrs.get("decorator_line").asInt())
+    if (std::optional<int64_t> line =
+            entity.attrs.get("decorator_line").asInt())
       if (*line > 0 && *line <= int64_t(start))
         return uint32_t(*line);
     Attribute decorators = entity.attrs.get("decorators");
@@ -711,9 +712,9 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
   if (file.status == FileStatus::Renamed && newIndex.isKnown()) {
     for (EntityId id : newIndex.members) {
       bool isModule = id == newIndex.moduleEntity;
-      PendingChange &change = addNew(
-          isModule ? ChangeKind::Renamed : ChangeKind::Moved, newIndex, id,
-          newPath);
+      PendingChange &change =
+          addNew(isModule ? ChangeKind::Renamed : ChangeKind::Moved, newIndex,
+                 id, newPath);
       // An entity the old file did not have under this name came from
       // elsewhere, if anywhere; pairMoves names it.
       if (change.kind == ChangeKind::Added)
@@ -739,9 +740,8 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
               "modified";
   record.attrs.set("reason", Attribute::getString(reason));
   if (newIndex.isKnown() && newIndex.moduleEntity != kNoEntity)
-    record.attrs.set("module",
-                     Attribute::getString(newIndex.get(newIndex.moduleEntity)
-                                              .symbol));
+    record.attrs.set("module", Attribute::getString(
+                                   newIndex.get(newIndex.moduleEntity).symbol));
 }
 
 //===----------------------------------------------------------------------===//
@@ -757,8 +757,8 @@ static bool mentionsPath(StringRef text, StringRef path) {
   for (size_t at = text.find(path); at != StringRef::npos;
        at = text.find(path, at + 1)) {
     size_t end = at + path.size();
-    bool startsClean = at == 0 || !isNameChar(text[at - 1]) ||
-                       text[at - 1] == '/';
+    bool startsClean =
+        at == 0 || !isNameChar(text[at - 1]) || text[at - 1] == '/';
     bool endsClean = end == text.size() || !isNameChar(text[end]);
     if (startsClean && endsClean)
       return true;
@@ -820,13 +820,14 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
     if (record.test == kNoTest || referencing.contains(record.test))
       continue;
     bool mentions = mentionsPath(record.attrs, path);
-    for (size_t i = 0; !mentions && !mentioningFrames.empty() &&
-                       i < record.samples.size();
+    for (size_t i = 0;
+         !mentions && !mentioningFrames.empty() && i < record.samples.size();
          ++i) {
       frames.clear();
       module.getStackFrames(record.samples[i].stack, frames);
-      mentions = llvm::any_of(
-          frames, [&](FrameId frame) { return mentioningFrames.contains(frame); });
+      mentions = llvm::any_of(frames, [&](FrameId frame) {
+        return mentioningFrames.contains(frame);
+      });
     }
     if (mentions)
       referencing.insert(record.test);
@@ -839,11 +840,10 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
   if (!names.empty()) {
     record.attrs.set("decision", Attribute::getString("tests"));
     record.attrs.set("tests", Attribute::getStringList(names));
-    record.attrs.set("reason",
-                     Attribute::getString(
-                         llvm::formatv("referenced by {0} test(s)",
-                                       names.size())
-                             .str()));
+    record.attrs.set(
+        "reason",
+        Attribute::getString(
+            llvm::formatv("referenced by {0} test(s)", names.size()).str()));
     return;
   }
   if (rule.fallbackTags.empty())
@@ -863,11 +863,11 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
   record.attrs.set("decision", Attribute::getString("tests"));
   record.attrs.set("tests", Attribute::getStringList(names));
   record.attrs.set("tags", Attribute::getStringList(rule.fallbackTags));
-  record.attrs.set("reason",
-                   Attribute::getString(("no test references '" + path +
-                                         "'; falling back to tests tagged '" +
-                                         tags + "'")
-                                            .str()));
+  record.attrs.set(
+      "reason",
+      Attribute::getString(("no test references '" + path +
+                            "'; falling back to tests tagged '" + tags + "'")
+                               .str()));
 }
 
 bool ChangeMapper::Impl::mapReadingTests(const FileDiff &file,
@@ -900,9 +900,10 @@ bool ChangeMapper::Impl::mapReadingTests(const FileDiff &file,
     record.attrs.set("rule", Attribute::getString(rule->origin));
   record.attrs.set("decision", Attribute::getString("reads"));
   record.attrs.set(diff::attr::kReaders, Attribute::getStringList(names));
-  record.attrs.set("reason", Attribute::getString(llvm::formatv(
-                                 "read by {0} test(s) (evidence)", names.size())
-                                 .str()));
+  record.attrs.set(
+      "reason",
+      Attribute::getString(
+          llvm::formatv("read by {0} test(s) (evidence)", names.size()).str()));
   return true;
 }
 
@@ -910,8 +911,8 @@ bool ChangeMapper::Impl::mapReadingTests(const FileDiff &file,
 /// the suffixes build systems add (`fused_adam_cuda` -> `fused_adam`).
 static StringRef getExtensionStem(StringRef name) {
   name = name.rsplit('.').second.empty() ? name : name.rsplit('.').second;
-  for (StringRef suffix : {"_cuda", "_cpp", "_ext", "_kernels", "_kernel",
-                           "_C", "_cu", "_ops"})
+  for (StringRef suffix :
+       {"_cuda", "_cpp", "_ext", "_kernels", "_kernel", "_C", "_cu", "_ops"})
     if (name.size() > suffix.size() && name.consume_back(suffix))
       break;
   return name;
@@ -936,7 +937,8 @@ void ChangeMapper::Impl::mapExtension(const FileDiff &file,
     llvm::SmallVector<StringRef, 2> stems;
     StringRef fileName = llvm::sys::path::filename(path);
     stems.push_back(getExtensionStem(fileName.rsplit('.').first));
-    StringRef dir = llvm::sys::path::filename(llvm::sys::path::parent_path(path));
+    StringRef dir =
+        llvm::sys::path::filename(llvm::sys::path::parent_path(path));
     if (!dir.empty() && dir != "csrc" && dir != "src" && dir != "include")
       stems.push_back(getExtensionStem(dir));
     for (const StaticEdge &edge : module.getEdges()) {
@@ -1298,8 +1300,9 @@ void ChangeMapper::Impl::checkNewImports(EntityId moduleEntity,
            module.getEntity(edge.from).kind == EntityKind::Class &&
            importGraph->getModuleOf(edge.from) == moduleEntity)))
       continue;
-    EntityId target = edge.to != kNoEntity ? importGraph->getModuleOf(edge.to)
-                                           : importGraph->lookupModule(edge.name);
+    EntityId target = edge.to != kNoEntity
+                          ? importGraph->getModuleOf(edge.to)
+                          : importGraph->lookupModule(edge.name);
     if (target != kNoEntity)
       roots.push_back(target);
   }
@@ -1367,7 +1370,8 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
       const Entity &entity = module.getEntity(change.entity);
       EntityId parent = entity.parent;
       bool atImport = true;
-      for (EntityId at = parent; at != kNoEntity && at < module.getNumEntities();
+      for (EntityId at = parent;
+           at != kNoEntity && at < module.getNumEntities();
            at = module.getEntity(at).parent) {
         EntityKind kind = module.getEntity(at).kind;
         if (kind == EntityKind::Module || kind == EntityKind::File)
@@ -1394,7 +1398,8 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
     // A renamed or moved class's old body is known under another name; it
     // keeps the whole-region rule.
     if (change.entityKind == EntityKind::Class &&
-        (change.kind == ChangeKind::Renamed || change.kind == ChangeKind::Moved))
+        (change.kind == ChangeKind::Renamed ||
+         change.kind == ChangeKind::Moved))
       continue;
 
     ModuleLevelEdit edit;
@@ -1405,7 +1410,8 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
     std::vector<uint32_t> added = change.lines;
     const SourceText &newText = getNewText(newPath);
     if (change.kind == ChangeKind::Added && change.span && newText.text)
-      for (uint32_t line = change.span->first; line <= change.span->last; ++line)
+      for (uint32_t line = change.span->first; line <= change.span->last;
+           ++line)
         added.push_back(line);
     if (!added.empty()) {
       if (newText.text)
@@ -1420,8 +1426,7 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
         oldPath = it->second->oldPath;
       const SourceText &oldText = getOldText(oldPath);
       if (oldText.text)
-        classifyModuleLevel(*oldText.text, qualName, change.removedLines,
-                            edit);
+        classifyModuleLevel(*oldText.text, qualName, change.removedLines, edit);
       else
         complete = false;
     }
@@ -1434,9 +1439,11 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
     if (!edit.effect && change.entityKind == EntityKind::Module)
       checkNewImports(change.entity, change.lines, edit);
     change.attrs.set(diff::attr::kModuleLevel,
-                     Attribute::getString(edit.effect ? diff::attr::kEffect
-                                                      : diff::attr::kDefinition));
-    change.attrs.set(diff::attr::kDefines, Attribute::getStringList(edit.defines));
+                     Attribute::getString(edit.effect
+                                              ? diff::attr::kEffect
+                                              : diff::attr::kDefinition));
+    change.attrs.set(diff::attr::kDefines,
+                     Attribute::getStringList(edit.defines));
     if (edit.effect)
       change.attrs.set(diff::attr::kEffectStatement,
                        Attribute::getString(edit.effectStatement));
@@ -1486,9 +1493,8 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
       record.attrs.set("binary", Attribute::getBool(true));
     if (file.oldMode && file.newMode && file.oldMode != file.newMode)
       record.attrs.set("mode",
-                       Attribute::getString(
-                           formatMode(*file.oldMode) + " -> " +
-                           formatMode(*file.newMode)));
+                       Attribute::getString(formatMode(*file.oldMode) + " -> " +
+                                            formatMode(*file.newMode)));
 
     const PolicyRule *rule = policy.match(path);
     // A file the evidence says tests read selects exactly those tests,

@@ -94,8 +94,7 @@ llvm::ArrayRef<EntityId> ImportGraph::getImporters(EntityId id) const {
                                : llvm::ArrayRef<EntityId>();
 }
 
-llvm::DenseSet<EntityId>
-ImportGraph::getImportersClosure(EntityId id) const {
+llvm::DenseSet<EntityId> ImportGraph::getImportersClosure(EntityId id) const {
   llvm::DenseSet<EntityId> found;
   if (id >= importers.size())
     return found;
@@ -112,8 +111,8 @@ ImportGraph::getImportersClosure(EntityId id) const {
 }
 
 llvm::DenseSet<EntityId>
-ImportGraph::getImportClosure(llvm::ArrayRef<EntityId> roots,
-                              EntityId skip, bool moduleLevelOnly) const {
+ImportGraph::getImportClosure(llvm::ArrayRef<EntityId> roots, EntityId skip,
+                              bool moduleLevelOnly) const {
   const auto &edges = moduleLevelOnly ? moduleLevelImports : imports;
   llvm::DenseSet<EntityId> found;
   std::vector<EntityId> worklist;

@@ -32,7 +32,8 @@ void ModuleLevelEdit::finish() {
 bool fastci::isPureDecorator(StringRef name) {
   // Strip the module path of the well-known spellings (`functools.wraps`,
   // `torch.no_grad`): the last component names the decorator.
-  StringRef last = name.rsplit('.').second.empty() ? name : name.rsplit('.').second;
+  StringRef last =
+      name.rsplit('.').second.empty() ? name : name.rsplit('.').second;
   if (name.starts_with("pytest.") || name.starts_with("typing.") ||
       name.starts_with("abc.") || name.starts_with("functools.") ||
       name.starts_with("unittest.") || name.starts_with("contextlib."))
@@ -42,14 +43,12 @@ bool fastci::isPureDecorator(StringRef name) {
              "deleter", "cached_property", true)
       .Cases("abstractmethod", "abstractproperty", "overload", "final",
              "override", true)
-      .Cases("wraps", "lru_cache", "cache", "total_ordering",
-             "singledispatch", "singledispatchmethod", true)
-      .Cases("contextmanager", "asynccontextmanager", "dataclass",
-             "no_grad", "inference_mode", "enable_grad", true)
-      .Cases("fixture", "skip", "skipIf", "skipUnless", "expectedFailure",
-             true)
-      .Cases("unique", "runtime_checkable", "no_type_check", "deprecated",
-             true)
+      .Cases("wraps", "lru_cache", "cache", "total_ordering", "singledispatch",
+             "singledispatchmethod", true)
+      .Cases("contextmanager", "asynccontextmanager", "dataclass", "no_grad",
+             "inference_mode", "enable_grad", true)
+      .Cases("fixture", "skip", "skipIf", "skipUnless", "expectedFailure", true)
+      .Cases("unique", "runtime_checkable", "no_type_check", "deprecated", true)
       .Default(false);
 }
 
@@ -130,8 +129,8 @@ bool Classifier::bindTarget(TSNode target) {
     return true;
   }
   if (kind == "pattern_list" || kind == "tuple_pattern" ||
-      kind == "list_pattern" || kind == "expression_list" ||
-      kind == "tuple" || kind == "list" || kind == "list_splat_pattern" ||
+      kind == "list_pattern" || kind == "expression_list" || kind == "tuple" ||
+      kind == "list" || kind == "list_splat_pattern" ||
       kind == "parenthesized_expression") {
     bool ok = true;
     forEachNamedChild(target, [&](TSNode child) { ok &= bindTarget(child); });
@@ -150,8 +149,8 @@ void Classifier::assignment(TSNode statement, TSNode node) {
   // Functions called there are assumed to act through their return value;
   // a change to their body is caught as import-time code of its own.
   TSNode right = field(node, "right");
-  if (!ts_node_is_null(right) && (type(right) == "assignment" ||
-                                  type(right) == "augmented_assignment"))
+  if (!ts_node_is_null(right) &&
+      (type(right) == "assignment" || type(right) == "augmented_assignment"))
     assignment(statement, right);
 }
 

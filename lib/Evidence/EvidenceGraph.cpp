@@ -73,7 +73,9 @@ struct UseBuilder {
 
 void EvidenceGraph::build() {
   auto forEachEntity = [&](const AttrDict &attrs, llvm::StringRef key,
-                           auto fn) { forEachEntityIn(module, attrs, key, fn); };
+                           auto fn) {
+    forEachEntityIn(module, attrs, key, fn);
+  };
   size_t numTests = module.getNumTests();
   profiles.assign(numTests, {});
   testsByEntity.assign(module.getNumEntities(), {});
@@ -185,7 +187,9 @@ void EvidenceGraph::build() {
 void EvidenceGraph::buildImportEvidence(
     const std::vector<std::vector<const EvidenceRecord *>> &recordsByTest) {
   auto forEachEntity = [&](const AttrDict &attrs, llvm::StringRef key,
-                           auto fn) { forEachEntityIn(module, attrs, key, fn); };
+                           auto fn) {
+    forEachEntityIn(module, attrs, key, fn);
+  };
   size_t numTests = module.getNumTests(), numEntities = module.getNumEntities();
   importInfo.assign(numTests, false);
   exact.assign(numTests, false);
@@ -249,9 +253,9 @@ void EvidenceGraph::buildImportEvidence(
         continue;
       for (const Attribute &symbol : entry.second.getList()) {
         std::optional<llvm::StringRef> name =
-            symbol.isSymbol() ? std::optional<llvm::StringRef>(
-                                    symbol.getSymbolName())
-                              : symbol.asString();
+            symbol.isSymbol()
+                ? std::optional<llvm::StringRef>(symbol.getSymbolName())
+                : symbol.asString();
         EntityId id = name ? module.lookupEntity(*name) : kNoEntity;
         if (id != kNoEntity)
           importingModules[id].push_back(owner);
@@ -269,24 +273,28 @@ EvidenceGraph::getUnresolvedFunctions(TestId test) const {
 }
 
 llvm::ArrayRef<EntityId> EvidenceGraph::getImportFunctions(TestId test) const {
-  return test < importFunctions.size() ? llvm::ArrayRef<EntityId>(importFunctions[test])
-                                       : llvm::ArrayRef<EntityId>();
+  return test < importFunctions.size()
+             ? llvm::ArrayRef<EntityId>(importFunctions[test])
+             : llvm::ArrayRef<EntityId>();
 }
 
 llvm::ArrayRef<EntityId> EvidenceGraph::getRecordedImports(TestId test) const {
-  return test < recordedImports.size() ? llvm::ArrayRef<EntityId>(recordedImports[test])
-                                       : llvm::ArrayRef<EntityId>();
+  return test < recordedImports.size()
+             ? llvm::ArrayRef<EntityId>(recordedImports[test])
+             : llvm::ArrayRef<EntityId>();
 }
 
 llvm::ArrayRef<TestId>
 EvidenceGraph::getTestsRunningAtImport(EntityId entity) const {
-  return entity < testsAtImport.size() ? llvm::ArrayRef<TestId>(testsAtImport[entity])
-                                       : llvm::ArrayRef<TestId>();
+  return entity < testsAtImport.size()
+             ? llvm::ArrayRef<TestId>(testsAtImport[entity])
+             : llvm::ArrayRef<TestId>();
 }
 
 llvm::ArrayRef<TestId> EvidenceGraph::getTestsImporting(EntityId module) const {
-  return module < testsImporting.size() ? llvm::ArrayRef<TestId>(testsImporting[module])
-                                        : llvm::ArrayRef<TestId>();
+  return module < testsImporting.size()
+             ? llvm::ArrayRef<TestId>(testsImporting[module])
+             : llvm::ArrayRef<TestId>();
 }
 
 llvm::ArrayRef<TestId>
@@ -298,8 +306,9 @@ EvidenceGraph::getTestsReading(llvm::StringRef path) const {
 
 llvm::ArrayRef<EntityId>
 EvidenceGraph::getImportingModules(EntityId entity) const {
-  return entity < importingModules.size() ? llvm::ArrayRef<EntityId>(importingModules[entity])
-                                          : llvm::ArrayRef<EntityId>();
+  return entity < importingModules.size()
+             ? llvm::ArrayRef<EntityId>(importingModules[entity])
+             : llvm::ArrayRef<EntityId>();
 }
 
 llvm::ArrayRef<EvidenceGraph::CallEdge>

@@ -34,7 +34,8 @@ ChangeSet::ChangeSet(const Module &module)
       std::optional<llvm::StringRef> level =
           lookupString(change.attrs, diff::attr::kModuleLevel);
       if (level && module.getEntity(change.entity).kind == EntityKind::Module &&
-          (*level == diff::attr::kDefinition || *level == diff::attr::kEffect)) {
+          (*level == diff::attr::kDefinition ||
+           *level == diff::attr::kEffect)) {
         relevant.level = *level == diff::attr::kDefinition
                              ? ModuleLevel::Definition
                              : ModuleLevel::Effect;

@@ -13,9 +13,9 @@
 #include "fastci/Diff/ImportGraph.h"
 #include "fastci/Evidence/EvidenceMerger.h"
 #include "fastci/Python/PythonAttrs.h"
-#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Select/ChangeSet.h"
 #include "fastci/Select/ContextPruner.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Select/StaticReach.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
@@ -256,8 +256,8 @@ void Selector::applyPolicy() {
       Attribute names = file.attrs.get(diff::attr::kReaders);
       for (const Attribute &name :
            names.isList() ? names.getList() : llvm::ArrayRef<Attribute>()) {
-        TestId test = name.isString() ? module.lookupTest(name.getString())
-                                      : kNoTest;
+        TestId test =
+            name.isString() ? module.lookupTest(name.getString()) : kNoTest;
         if (test == kNoTest)
           continue;
         verdicts[test].offer(SelectionRule::ReadsFile, [&] {
@@ -307,9 +307,8 @@ void Selector::findRepresentatives() {
       continue;
     bool enclosing = test.attrs.get(python::attr::kEnclosing).isBool() &&
                      test.attrs.get(python::attr::kEnclosing).getBool();
-    bool parametrized =
-        test.attrs.get(python::attr::kParametrized).isBool() &&
-        test.attrs.get(python::attr::kParametrized).getBool();
+    bool parametrized = test.attrs.get(python::attr::kParametrized).isBool() &&
+                        test.attrs.get(python::attr::kParametrized).getBool();
     // A file item `a/test_x.py` has no `::`; every other static id may
     // still be parametrized by pytest (fixture params) even when not marked.
     bool isFile = !test.name.contains("::");
@@ -319,8 +318,8 @@ void Selector::findRepresentatives() {
       if (suffix == "[" && !(parametrized || !isFile))
         continue;
       std::string prefix = (test.name + suffix).str();
-      auto it = llvm::lower_bound(withEvidence,
-                                  std::make_pair(llvm::StringRef(prefix), TestId(0)));
+      auto it = llvm::lower_bound(
+          withEvidence, std::make_pair(llvm::StringRef(prefix), TestId(0)));
       for (; it != withEvidence.end() && it->first.starts_with(prefix); ++it) {
         if (it->second == test.index)
           continue;
@@ -406,9 +405,9 @@ void Selector::applyStaleEvidence(const Test &test, Verdict &verdict) {
   if (stale && stale->isList())
     for (const Attribute &symbol : stale->getList())
       if (std::optional<llvm::StringRef> name =
-              symbol.isSymbol() ? std::optional<llvm::StringRef>(
-                                      symbol.getSymbolName())
-                                : symbol.asString())
+              symbol.isSymbol()
+                  ? std::optional<llvm::StringRef>(symbol.getSymbolName())
+                  : symbol.asString())
         symbols.push_back(*name);
   if (symbols.empty()) {
     verdict.offer(SelectionRule::StaleEvidence, [] {
@@ -443,9 +442,10 @@ void Selector::applyStaleEvidence(const Test &test, Verdict &verdict) {
     // Code that no longer exists under its name (deleted or moved since)
     // is matched against what this merge request changed by name.
     if (entity == kNoEntity)
-      relevant = llvm::any_of(changes.getChanges(), [&](const RelevantChange &c) {
-        return llvm::is_contained(c.oldSymbols, symbol);
-      });
+      relevant =
+          llvm::any_of(changes.getChanges(), [&](const RelevantChange &c) {
+            return llvm::is_contained(c.oldSymbols, symbol);
+          });
     if (!relevant)
       continue;
     verdict.offer(SelectionRule::StaleEvidence, [&] {
@@ -560,7 +560,8 @@ void Selector::applyChange(const RelevantChange &change) {
         llvm::formatv(", no static path within {0} hop(s)", options.staticHops)
             .str();
   if (options.samePackage)
-    why += isNew ? ", new code (no package fallback)" : ", no test of its package";
+    why +=
+        isNew ? ", new code (no package fallback)" : ", no test of its package";
   diag.warning(record.loc,
                "changed " + changed + " is reached by no test (" + why + ")");
   unreached.push_back(record.symbol.str());
@@ -623,9 +624,10 @@ void Selector::buildImportGraph() {
     llvm::StringRef path = getTestFilePath(module, test);
     if (EntityId own = getTestModule(test); own != kNoEntity)
       roots.push_back(own);
-    for (llvm::StringRef dir = llvm::sys::path::parent_path(
-             path, llvm::sys::path::Style::posix);
-         ; dir = llvm::sys::path::parent_path(dir, llvm::sys::path::Style::posix)) {
+    for (llvm::StringRef dir =
+             llvm::sys::path::parent_path(path, llvm::sys::path::Style::posix);
+         ; dir = llvm::sys::path::parent_path(dir,
+                                              llvm::sys::path::Style::posix)) {
       std::string conftest =
           dir.empty() ? "conftest.py" : (dir + "/conftest.py").str();
       if (EntityId id = imports->getModuleForFile(conftest); id != kNoEntity)
@@ -653,12 +655,11 @@ bool Selector::selectImporters(EntityId moduleEntity, const std::string &what) {
         continue;
       any = true;
       verdicts[test.index].offer(SelectionRule::ImportTime, [&] {
-        std::string how =
-            root == moduleEntity
-                ? "its test file or a conftest is " + name
-                : "its test file or a conftest (" +
-                      quoteSymbol(module.getEntity(root).symbol) +
-                      ") imports " + name + " statically";
+        std::string how = root == moduleEntity
+                              ? "its test file or a conftest is " + name
+                              : "its test file or a conftest (" +
+                                    quoteSymbol(module.getEntity(root).symbol) +
+                                    ") imports " + name + " statically";
         return "import-time: " + what + "; " + how;
       });
       break;
@@ -667,8 +668,7 @@ bool Selector::selectImporters(EntityId moduleEntity, const std::string &what) {
   for (TestId test : graph.getTestsImporting(moduleEntity)) {
     any = true;
     verdicts[test].offer(SelectionRule::ImportTime, [&] {
-      return "import-time: " + what + "; its recorded processes import " +
-             name;
+      return "import-time: " + what + "; its recorded processes import " + name;
     });
   }
   for (TestId test : graph.getTestsRunningAtImport(moduleEntity)) {
@@ -718,9 +718,12 @@ bool Selector::applyImportTime(const RelevantChange &change) {
   bool any = false;
   if (change.importEffect) {
     std::string statement =
-        lookupString(record.attrs, diff::attr::kEffectStatement).value_or("").str();
+        lookupString(record.attrs, diff::attr::kEffectStatement)
+            .value_or("")
+            .str();
     std::string what = "changed module-level code of " +
-                       quoteSymbol(record.symbol) + " runs when it is imported" +
+                       quoteSymbol(record.symbol) +
+                       " runs when it is imported" +
                        (statement.empty() ? "" : " (" + statement + ")");
     any |= selectImporters(getModuleOf(change.entity), what);
   }
@@ -740,11 +743,11 @@ bool Selector::applyImportTime(const RelevantChange &change) {
       if (module.getEntity(entity).kind == EntityKind::Module)
         continue;
       for (EntityId owner : graph.getImportingModules(entity))
-        any |= selectImporters(
-            owner, quoteSymbol(module.getEntity(entity).symbol) +
-                       " (changed) runs while " +
-                       quoteSymbol(module.getEntity(owner).symbol) +
-                       " is imported");
+        any |= selectImporters(owner,
+                               quoteSymbol(module.getEntity(entity).symbol) +
+                                   " (changed) runs while " +
+                                   quoteSymbol(module.getEntity(owner).symbol) +
+                                   " is imported");
       for (TestId test : graph.getTestsRunningAtImport(entity)) {
         any = true;
         verdicts[test].offer(SelectionRule::ImportTime, [&] {
@@ -774,20 +777,22 @@ bool Selector::applyModuleNames(const RelevantChange &change,
   std::vector<std::string> targets;
   for (const std::string &name : change.defines)
     if (name != "*")
-      targets.push_back(name == module.getEntity(change.entity).symbol.rsplit('.').second &&
-                                module.getEntity(change.entity).kind ==
-                                    EntityKind::Class
-                            ? scope.str()
-                            : (scope + "." + name).str());
+      targets.push_back(
+          name == module.getEntity(change.entity).symbol.rsplit('.').second &&
+                  module.getEntity(change.entity).kind == EntityKind::Class
+              ? scope.str()
+              : (scope + "." + name).str());
   llvm::StringMap<std::vector<EntityId>> importsByName;
   for (const StaticEdge &edge : module.getEdges())
     if (edge.kind == EdgeKind::Import && !edge.name.empty())
       if (EntityId from = getModuleOf(edge.from);
-          from != kNoEntity && module.getEntity(edge.from).kind == EntityKind::Module)
+          from != kNoEntity &&
+          module.getEntity(edge.from).kind == EntityKind::Module)
         importsByName[edge.name].push_back(from);
   for (size_t i = 0; i < targets.size() && targets.size() < 4096; ++i) {
     llvm::StringRef target = targets[i];
-    llvm::StringRef owner = target.rsplit('.').first, last = target.rsplit('.').second;
+    llvm::StringRef owner = target.rsplit('.').first,
+                    last = target.rsplit('.').second;
     auto add = [&](EntityId from, llvm::StringRef name) {
       std::string alias = (module.getEntity(from).symbol + "." + name).str();
       if (!llvm::is_contained(targets, alias))
@@ -806,8 +811,7 @@ bool Selector::applyModuleNames(const RelevantChange &change,
   // object itself (which may be read through getattr).
   llvm::MapVector<EntityId, std::string> found;
   auto collect = [&](llvm::StringRef target, bool exact) {
-    auto it = llvm::lower_bound(*readers,
-                                std::make_pair(target, EntityId(0)));
+    auto it = llvm::lower_bound(*readers, std::make_pair(target, EntityId(0)));
     for (; it != readers->end() && it->first.starts_with(target); ++it)
       if (it->first.size() == target.size() ||
           (!exact && it->first[target.size()] == '.'))
@@ -825,8 +829,8 @@ bool Selector::applyModuleNames(const RelevantChange &change,
   bool any = false;
   for (const auto &[reader, name] : found) {
     const Entity &entity = module.getEntity(reader);
-    std::string reads =
-        "reads '" + name + "', bound by changed module-level code of " + changed;
+    std::string reads = "reads '" + name +
+                        "', bound by changed module-level code of " + changed;
     std::string what = quoteSymbol(entity.symbol) + " " + reads;
     if (entity.kind == EntityKind::Module || entity.kind == EntityKind::Class) {
       // A module or class body reading it runs at import.
@@ -866,9 +870,9 @@ bool Selector::applyModuleNames(const RelevantChange &change,
           any = true;
           verdicts[test].offer(SelectionRule::ModuleName, [&] {
             return "module-name: sampled " +
-                   quoteSymbol(module.getEntity(caller).symbol) +
-                   " reaches " + quoteSymbol(entity.symbol) + ", which " +
-                   reads + " (" + paths.formatChain(module, caller) + ")";
+                   quoteSymbol(module.getEntity(caller).symbol) + " reaches " +
+                   quoteSymbol(entity.symbol) + ", which " + reads + " (" +
+                   paths.formatChain(module, caller) + ")";
           });
         }
     }
@@ -966,8 +970,8 @@ bool Selector::applyTestEntries(const RelevantChange &change) {
       if (it->second.empty())
         return "the test function is changed code " +
                quoteSymbol(record.symbol);
-      return "the test function reaches changed " +
-             quoteSymbol(record.symbol) + " statically: " + it->second;
+      return "the test function reaches changed " + quoteSymbol(record.symbol) +
+             " statically: " + it->second;
     });
   }
   return any;
@@ -1021,8 +1025,9 @@ void Selector::writeResults(SelectionStats &stats) {
               ? llvm::formatv("its {0} evidence test(s) stand for it",
                               numRepresented[test.index])
                     .str()
-          : changes.getChanges().empty() ? "the change alters no code"
-                                         : "its evidence executes no changed code";
+          : changes.getChanges().empty()
+              ? "the change alters no code"
+              : "its evidence executes no changed code";
     bool selected = verdict.rule != SelectionRule::Unaffected;
     stats.selected += selected;
     ++stats.byRule[static_cast<size_t>(verdict.rule)];

@@ -14,8 +14,8 @@
 #define FASTCI_SELECT_SELECTOR_H
 
 #include "fastci/Evidence/EvidenceGraph.h"
-#include "fastci/Select/SelectAttrs.h"
 #include "fastci/IR/Module.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Support/Diagnostics.h"
 #include "fastci/Support/LogicalResult.h"
 #include <array>

@@ -6,8 +6,8 @@
 // closures with parent packages and function-level imports.
 //
 //===----------------------------------------------------------------------===//
-#include "fastci/Diff/ImportGraph.h"
 #include "fastci/Diff/ModuleLevel.h"
+#include "fastci/Diff/ImportGraph.h"
 #include "gtest/gtest.h"
 
 using namespace fastci;
@@ -108,8 +108,8 @@ TEST(ModuleLevelTest, PureDecorators) {
         "pytest.mark.parametrize", "torch.no_grad", "dataclasses.dataclass",
         "x.setter", "abc.abstractmethod"})
     EXPECT_TRUE(isPureDecorator(name)) << name.str();
-  for (llvm::StringRef name : {"register", "app.route", "torch.jit.script",
-                               "MODELS.register_module"})
+  for (llvm::StringRef name :
+       {"register", "app.route", "torch.jit.script", "MODELS.register_module"})
     EXPECT_FALSE(isPureDecorator(name)) << name.str();
 }
 
@@ -125,7 +125,8 @@ TEST(ImportGraphTest, ClosuresFollowParentPackagesAndModuleLevelImports) {
   EntityId lazy = addModule("pkg.lazy", "pkg/lazy.py");
   EntityId test = addModule("tests.test_x", "tests/test_x.py");
   EntityId fn = module.addEntity(EntityKind::Function, "pkg.sub.leaf.f", leaf);
-  module.addEdge({EdgeKind::Import, test, kNoEntity, module.intern("pkg.sub.leaf.f")});
+  module.addEdge(
+      {EdgeKind::Import, test, kNoEntity, module.intern("pkg.sub.leaf.f")});
   module.addEdge({EdgeKind::Import, fn, lazy, module.intern("pkg.lazy")});
   ImportGraph graph(module);
   EXPECT_EQ(graph.getModuleOf(fn), leaf);
