@@ -16,7 +16,7 @@ it, and runs `mark-changed` + `select-affected` on each with two builds of
           (`coverage`, `functions`, `imports`, `reads`; docs/Evidence.md),
           and the `names` parse-python writes on entities (computed here
           with CPython's `ast` as the contract in docs/ParsePython.md says,
-          since this script must not depend on another branch's parser);
+          or by the parse-python of `--parser`);
   after/old  this branch on the old evidence (what a user upgrading
           FastCI before re-recording gets: the fallbacks).
 
@@ -28,7 +28,7 @@ It exits 1 when this branch misses an affected test. Selection is deterministic,
 (no timing is measured). Usage:
 
   run.py --before /path/to/main/build/bin/fastci-opt \\
-         --after build/bin/fastci-opt
+         --after build/bin/fastci-opt [--parser <fastci-opt with names>]
 """
 import argparse
 import ast
@@ -302,6 +302,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", required=True, help="fastci-opt of the peer (main)")
     parser.add_argument("--after", required=True, help="fastci-opt of this branch")
+    parser.add_argument("--parser",
+                        help="fastci-opt whose parse-python writes `names` "
+                             "(default: compute them here with ast)")
     args = parser.parse_args()
     cost = {name: seconds for name, seconds, *_ in tests()}
     total = sum(cost.values())
@@ -317,15 +320,19 @@ def main():
             write(repo, edits)
             git(repo, "add", "-A")
             git(repo, "commit", "-qm", name)
-            parsed = subprocess.run(
-                [args.after, "--pass-pipeline=parse-python{root=%s}" % repo],
-                check=True, capture_output=True, text=True).stdout
+            def parse(opt):
+                return subprocess.run(
+                    [opt, "--pass-pipeline=parse-python{root=%s}" % repo],
+                    check=True, capture_output=True, text=True).stdout
+            parsed = parse(args.after)
+            named = (parse(args.parser) if args.parser
+                     else add_names(parsed, names_by_symbol(repo)))
             result = {}
             for label, opt, new_format, with_names in [
                     ("before", args.before, False, False),
                     ("after", args.after, True, True),
                     ("after/old", args.after, False, True)]:
-                fir = add_names(parsed, names_by_symbol(repo)) if with_names else parsed
+                fir = named if with_names else parsed
                 fir += evidence(new_format)
                 path = os.path.join(repo, label.replace("/", "_") + ".fir")
                 with open(path, "w") as f:
