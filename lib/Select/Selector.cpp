@@ -579,12 +579,8 @@ bool Selector::hasNames(EntityId moduleEntity) const {
 }
 
 EntityId Selector::getModuleOf(EntityId entity) const {
-  for (size_t depth = 0;
-       entity < module.getNumEntities() && depth <= module.getNumEntities();
-       entity = module.getEntity(entity).parent, ++depth)
-    if (module.getEntity(entity).kind == EntityKind::Module)
-      return entity;
-  return kNoEntity;
+  // The import graph is built before any rule runs.
+  return imports ? imports->getModuleOf(entity) : kNoEntity;
 }
 
 EntityId Selector::getTestModule(const Test &test) const {
