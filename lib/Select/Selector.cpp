@@ -157,6 +157,10 @@ private:
   std::optional<ImportGraph> imports;
   /// Each test's root modules: its file's module and the conftests above it.
   std::vector<llvm::SmallVector<EntityId, 4>> testRoots;
+  /// Module-level import edges by the name they import (their modules),
+  /// and tests by entry, for module-name selection.
+  std::optional<llvm::StringMap<std::vector<EntityId>>> importsByName;
+  llvm::DenseMap<EntityId, std::vector<TestId>> testsByEntry;
   /// Readers of module-level names: (name, entity) sorted by name.
   std::optional<std::vector<std::pair<llvm::StringRef, EntityId>>> readers;
   /// For tests the evidence recorded under a static item (`f[a]` under the
@@ -778,13 +782,19 @@ bool Selector::applyModuleNames(const RelevantChange &change,
                   module.getEntity(change.entity).kind == EntityKind::Class
               ? scope.str()
               : (scope + "." + name).str());
-  llvm::StringMap<std::vector<EntityId>> importsByName;
-  for (const StaticEdge &edge : module.getEdges())
-    if (edge.kind == EdgeKind::Import && !edge.name.empty())
-      if (EntityId from = getModuleOf(edge.from);
-          from != kNoEntity &&
+  if (!importsByName) {
+    // Module-level imports by the dotted name they import, and tests by
+    // their entry, once for every definition change.
+    importsByName.emplace();
+    for (const StaticEdge &edge : module.getEdges())
+      if (edge.kind == EdgeKind::Import && !edge.name.empty() &&
+          edge.from < module.getNumEntities() &&
           module.getEntity(edge.from).kind == EntityKind::Module)
-        importsByName[edge.name].push_back(from);
+        (*importsByName)[edge.name].push_back(edge.from);
+    for (const Test &test : module.getTests())
+      if (EntityId entry = getEntry(test); entry != kNoEntity)
+        testsByEntry[entry].push_back(test.index);
+  }
   for (size_t i = 0; i < targets.size() && targets.size() < 4096; ++i) {
     llvm::StringRef target = targets[i];
     llvm::StringRef owner = target.rsplit('.').first,
@@ -794,11 +804,11 @@ bool Selector::applyModuleNames(const RelevantChange &change,
       if (!llvm::is_contained(targets, alias))
         targets.push_back(alias);
     };
-    if (auto it = importsByName.find(target); it != importsByName.end())
+    if (auto it = importsByName->find(target); it != importsByName->end())
       for (EntityId from : it->second)
         add(from, last);
     // `from owner import *` (an edge naming the module itself).
-    if (auto it = importsByName.find(owner); it != importsByName.end())
+    if (auto it = importsByName->find(owner); it != importsByName->end())
       for (EntityId from : it->second)
         add(from, last);
   }
@@ -848,10 +858,10 @@ bool Selector::applyModuleNames(const RelevantChange &change,
         return "import-time: its evidence ran " + what + " at import";
       });
     }
-    for (const Test &test : module.getTests())
-      if (getEntry(test) == reader) {
+    if (auto it = testsByEntry.find(reader); it != testsByEntry.end())
+      for (TestId test : it->second) {
         any = true;
-        verdicts[test.index].offer(SelectionRule::ModuleName, [&] {
+        verdicts[test].offer(SelectionRule::ModuleName, [&] {
           return "module-name: the test function " + reads;
         });
       }
