@@ -871,7 +871,7 @@ bool Selector::applyModuleNames(const RelevantChange &change,
       StaticPaths paths = reach.findReaching(reader, {}, options.staticHops);
       for (const auto &[caller, step] : paths.getEntities())
         for (TestId test : graph.getTestsExecuting(caller)) {
-          if (graph.hasImportEvidence(test))
+          if (graph.hasExactEvidence(test))
             continue;
           any = true;
           verdicts[test].offer(SelectionRule::ModuleName, [&] {
