@@ -18,6 +18,7 @@
 #include "fastci/Python/Pytest.h"
 #include "fastci/Python/SourceEncoding.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -87,6 +88,32 @@ enum class Kind : uint8_t {
   ArgumentList,
   Async,
   Semicolon,
+  // Name binding and scoping (the `names` attribute).
+  AugmentedAssignment,
+  ForStatement,
+  ForInClause,
+  NamedExpression,
+  AsPattern,
+  AsPatternTarget,
+  ExceptClause,
+  DeleteStatement,
+  NonlocalStatement,
+  DefaultParameter,
+  TypedParameter,
+  TypedDefaultParameter,
+  ListSplatPattern,
+  DictionarySplatPattern,
+  ListSplat,
+  PatternList,
+  TuplePattern,
+  ListPattern,
+  ExpressionList,
+  ListComprehension,
+  SetComprehension,
+  DictionaryComprehension,
+  GeneratorExpression,
+  KeywordPattern,
+  Subscript,
 };
 
 struct Grammar {
@@ -95,6 +122,25 @@ struct Grammar {
   TSFieldId name, body, definition, function, arguments, object, attribute,
       left, right, moduleName, alias, value, key, operatorField, argument,
       parameters;
+  /// Kinds whose identifiers are never loads (their names are bound or
+  /// declared elsewhere, or are import paths).
+  bool isNameContext(Kind kind) const {
+    switch (kind) {
+    case Kind::GlobalStatement:
+    case Kind::NonlocalStatement:
+    case Kind::DottedName:
+    case Kind::AliasedImport:
+    case Kind::ImportPrefix:
+    case Kind::RelativeImport:
+    case Kind::ImportStatement:
+    case Kind::ImportFromStatement:
+    case Kind::FutureImportStatement:
+    case Kind::KeywordPattern:
+      return true;
+    default:
+      return false;
+    }
+  }
 
   Grammar() {
     static const std::pair<const char *, Kind> kNamed[] = {
@@ -139,6 +185,31 @@ struct Grammar {
         {"keyword_argument", Kind::KeywordArgument},
         {"unary_operator", Kind::UnaryOperator},
         {"argument_list", Kind::ArgumentList},
+        {"augmented_assignment", Kind::AugmentedAssignment},
+        {"for_statement", Kind::ForStatement},
+        {"for_in_clause", Kind::ForInClause},
+        {"named_expression", Kind::NamedExpression},
+        {"as_pattern", Kind::AsPattern},
+        {"as_pattern_target", Kind::AsPatternTarget},
+        {"except_clause", Kind::ExceptClause},
+        {"delete_statement", Kind::DeleteStatement},
+        {"nonlocal_statement", Kind::NonlocalStatement},
+        {"default_parameter", Kind::DefaultParameter},
+        {"typed_parameter", Kind::TypedParameter},
+        {"typed_default_parameter", Kind::TypedDefaultParameter},
+        {"list_splat_pattern", Kind::ListSplatPattern},
+        {"dictionary_splat_pattern", Kind::DictionarySplatPattern},
+        {"list_splat", Kind::ListSplat},
+        {"pattern_list", Kind::PatternList},
+        {"tuple_pattern", Kind::TuplePattern},
+        {"list_pattern", Kind::ListPattern},
+        {"expression_list", Kind::ExpressionList},
+        {"list_comprehension", Kind::ListComprehension},
+        {"set_comprehension", Kind::SetComprehension},
+        {"dictionary_comprehension", Kind::DictionaryComprehension},
+        {"generator_expression", Kind::GeneratorExpression},
+        {"keyword_pattern", Kind::KeywordPattern},
+        {"subscript", Kind::Subscript},
     };
     uint32_t count = ts_language_symbol_count(language);
     kinds.assign(count, Kind::Other);
@@ -192,6 +263,13 @@ const Grammar &getGrammar() {
   return grammar;
 }
 
+/// The per-file budget. Real source files stay far below both: the largest
+/// of six LLM-training repositories is 0.9 MB and parses in 0.1 s. Beyond
+/// them a file is data or an attack; it is reported and marked
+/// `parse_error` (selection then runs whatever it touches).
+constexpr size_t kMaxSourceBytes = 4u << 20;
+constexpr uint64_t kParseTimeoutMicros = 2'000'000;
+
 struct ParserDeleter {
   void operator()(TSParser *parser) const { ts_parser_delete(parser); }
 };
@@ -204,7 +282,7 @@ ParserPtr createParser() {
   ts_parser_set_language(parser.get(), getGrammar().language);
   // Error recovery on adversarial input is the one place tree-sitter can
   // take unbounded time; give up (with a warning) rather than hang.
-  ts_parser_set_timeout_micros(parser.get(), 30'000'000);
+  ts_parser_set_timeout_micros(parser.get(), kParseTimeoutMicros);
   return parser;
 }
 
@@ -274,6 +352,27 @@ struct Frame {
   const void *nameNode = nullptr;
 };
 
+/// A Python scope as name resolution sees it: an entity's (module, class,
+/// function, named lambda) or a comprehension's or unnamed lambda's, which
+/// belong to the entity around them.
+struct NameScope {
+  ScopeKind kind;
+  /// The enclosing scope (index into the scopes), -1 for the module.
+  int parent;
+  /// The entity whose `names` its loads feed.
+  LocalId owner;
+  /// Depth of the tree node that opened it.
+  uint32_t depth;
+  /// Names bound here by assignment, parameters, definitions, ...
+  llvm::StringSet<> bound{};
+  /// Names bound here by imports, to the dotted target.
+  llvm::StringMap<std::string> imports{};
+  /// `global` (true) and `nonlocal` (false) declarations.
+  llvm::StringMap<bool> declared{};
+  /// Names and attribute chains loaded here, as written.
+  std::vector<std::string> loads{};
+};
+
 struct PendingCall {
   LocalId from;
   std::string callee;
@@ -282,8 +381,9 @@ struct PendingCall {
 
 class FileAnalyzer {
 public:
-  FileAnalyzer(StringRef source, StringRef path, StringRef moduleName)
-      : source(source), path(path), moduleName(moduleName),
+  FileAnalyzer(StringRef source, StringRef path, StringRef moduleName,
+               const PytestConfig &config)
+      : source(source), path(path), moduleName(moduleName), config(config),
         grammar(getGrammar()) {}
 
   FileSummary run();
@@ -318,7 +418,23 @@ private:
   /// reads: positional-or-keyword and keyword-only ones without a default.
   std::vector<std::string> getFixtureRequests(TSNode def) const;
   std::optional<PyValue> evaluateString(TSNode node) const;
-  void recordSyntaxError(TSNode node);
+  void recordSyntaxError(TSNode node, bool missing);
+  /// Name loads and bindings of \p node (the `names` attribute).
+  void recordNames(TSNode node, Kind kind, uint32_t depth);
+  void pushScope(ScopeKind kind, LocalId owner, uint32_t depth);
+  /// Binds \p name in the current scope (or where `global` sends it).
+  void bind(StringRef name);
+  /// Binds every name an assignment target pattern holds.
+  void bindTargets(TSNode target, unsigned depth = 0);
+  void bindParameters(TSNode parameters);
+  void resolveNames();
+  /// A call in module or class code that may create tests at import time.
+  void recordImportTimeCall(TSNode node, StringRef callee, uint32_t depth);
+  void reportSyntaxErrors(TSNode root);
+  /// For an ERROR node that runs to the end of the file: the offset and
+  /// text of its cause (an unclosed bracket or string), or nothing.
+  std::optional<std::pair<size_t, std::string>>
+  diagnoseAtEndOfFile(TSNode node) const;
   void resolveCalls();
   std::string resolveCallee(LocalId from, StringRef callee) const;
   std::string symbolOf(LocalId id) const {
@@ -329,7 +445,11 @@ private:
   LocalId currentEntity() const { return frames.back().entity; }
 
   StringRef source, path, moduleName;
+  const PytestConfig &config;
   const Grammar &grammar;
+  /// What module-level code does to classes (setattr, torch's instantiate
+  /// calls), for pytest collection.
+  ImportTimeEffects effects;
   FileSummary summary;
   std::vector<Frame> frames;
   /// Per-entity decorator values, for pytest collection.
@@ -351,8 +471,19 @@ private:
   /// The kinds of the nodes on the walk's path, by depth: ts_node_parent
   /// would search down from the root for every assignment.
   llvm::SmallVector<Kind, 64> kindPath;
+  /// Syntax errors as found, in source order; the first kMaxSyntaxErrors
+  /// become warnings of their own, the rest one count.
+  std::vector<FileWarning> syntaxErrors;
   unsigned numSyntaxErrors = 0;
-  uint32_t firstErrorLine = 0, firstErrorColumn = 0;
+  TSPoint firstUnreported{};
+  /// Name scopes, and the open ones innermost last.
+  std::vector<NameScope> scopes;
+  std::vector<int> openScopes;
+  /// Identifiers already accounted for (bound, or the head of a chain
+  /// recorded whole): not loads of their own.
+  llvm::DenseSet<const void *> notLoads;
+  /// Depth of the ERROR node being walked (nested ones are not reported).
+  uint32_t errorDepth = UINT32_MAX;
 };
 } // namespace
 
@@ -374,6 +505,30 @@ FileSummary FileAnalyzer::run() {
         {static_cast<uint32_t>(before.count('\n') + 1),
          static_cast<uint32_t>(*offset - lineStart + 1),
          "file is not valid UTF-8; analysed as far as tree-sitter recovers"});
+    summary.parseError = true;
+  }
+  // CPython refuses a file with a NUL byte ("source code cannot contain
+  // null bytes"); tree-sitter reads on past it.
+  size_t nul = source.find('\0');
+  if (nul != StringRef::npos) {
+    StringRef before = source.take_front(nul);
+    size_t lineStart = before.rfind('\n') + 1;
+    summary.warnings.push_back(
+        {static_cast<uint32_t>(before.count('\n') + 1),
+         static_cast<uint32_t>(nul - lineStart + 1),
+         "source contains a NUL byte (CPython rejects the file); analysed as "
+         "far as tree-sitter recovers"});
+    summary.parseError = true;
+  }
+
+  if (source.size() > kMaxSourceBytes) {
+    summary.warnings.push_back({1, 1,
+                                "file of " + std::to_string(source.size()) +
+                                    " bytes exceeds the budget of " +
+                                    std::to_string(kMaxSourceBytes >> 20) +
+                                    " MiB per file; not analysed"});
+    summary.parseError = true;
+    return std::move(summary);
   }
 
   // Everything tree-sitter allocates for this file comes from one arena,
@@ -383,32 +538,33 @@ FileSummary FileAnalyzer::run() {
   TSTree *tree = ts_parser_parse_string(parser.get(), nullptr, source.data(),
                                         static_cast<uint32_t>(source.size()));
   if (!tree) {
-    summary.warnings.push_back({0, 0, "parsing timed out; file skipped"});
+    summary.warnings.push_back(
+        {1, 1,
+         "parsing exceeded the budget of " +
+             std::to_string(kParseTimeoutMicros / 1'000'000) +
+             " s per file; file not analysed"});
+    summary.parseError = true;
     return std::move(summary);
   }
-  walk(ts_tree_root_node(tree));
+  TSNode root = ts_tree_root_node(tree);
+  walk(root);
   // Releasing the tree node by node would cost 2-3% of the parse.
   if (!arena.reclaimsAll())
     ts_tree_delete(tree);
 
-  if (numSyntaxErrors) {
-    std::string message = "invalid syntax; entities recovered by tree-sitter";
-    if (numSyntaxErrors > 1)
-      message += " (" + std::to_string(numSyntaxErrors - 1) +
-                 " more syntax errors in this file)";
-    summary.warnings.push_back(
-        {firstErrorLine, firstErrorColumn, std::move(message)});
-  }
+  reportSyntaxErrors(root);
   resolveCalls();
+  resolveNames();
   // Every file: a test class may inherit from a class of any module.
   collectPytestItems(path, moduleName, source, summary, decoratorValues,
-                     moduleMarks);
+                     moduleMarks, effects, config);
   return std::move(summary);
 }
 
 void FileAnalyzer::walk(TSNode root) {
   frames.push_back(Frame{ScopeKind::Module, kModuleScope, 0});
   frames.back().docstring = findDocstring(root);
+  pushScope(ScopeKind::Module, kModuleScope, 0);
   TSTreeCursor cursor = ts_tree_cursor_new(root);
   uint32_t depth = 0;
   for (;;) {
@@ -442,13 +598,21 @@ bool FileAnalyzer::enter(TSNode node, uint32_t depth) {
   if (kindPath.size() <= depth)
     kindPath.resize(depth + 1);
   kindPath[depth] = kind;
-  if (ts_node_is_missing(node) || kind == Kind::Error) {
-    recordSyntaxError(node);
-    if (ts_node_is_missing(node))
-      return false;
+  if (ts_node_is_missing(node)) {
+    recordSyntaxError(node, /*missing=*/true);
+    return false;
+  }
+  if (kind == Kind::Error && errorDepth == UINT32_MAX) {
+    // Only the outermost ERROR of a region: the nested ones are the same
+    // error.
+    recordSyntaxError(node, /*missing=*/false);
+    errorDepth = depth;
   }
   if (node.id == frames.back().docstring && muteDepth == UINT32_MAX)
     muteDepth = depth;
+  // Named lambdas open an entity (and its scope) in the switch below.
+  if (kind != Kind::Lambda || node.id != namedLambda)
+    recordNames(node, kind, depth);
 
   switch (kind) {
   case Kind::DecoratedDefinition: {
@@ -510,6 +674,8 @@ bool FileAnalyzer::enter(TSNode node, uint32_t depth) {
     break;
   case Kind::Call: {
     std::string callee = getDottedName(field(node, grammar.function));
+    if (frames.back().scope != ScopeKind::Function && !callee.empty())
+      recordImportTimeCall(node, callee, depth);
     if (!callee.empty())
       calls.push_back({currentEntity(), std::move(callee),
                        ts_node_start_point(node).row + 1});
@@ -546,6 +712,10 @@ bool FileAnalyzer::enter(TSNode node, uint32_t depth) {
 }
 
 void FileAnalyzer::leave(uint32_t depth) {
+  if (openScopes.size() > 1 && scopes[openScopes.back()].depth == depth)
+    openScopes.pop_back();
+  if (depth == errorDepth)
+    errorDepth = UINT32_MAX;
   if (depth == muteDepth)
     muteDepth = UINT32_MAX;
   if (frames.size() > 1 && frames.back().depth == depth)
@@ -596,7 +766,8 @@ void FileAnalyzer::openEntity(TSNode outer, TSNode def, StringRef name,
 
   // What pytest would inject: read only where collection needs it.
   if (kind == EntityKind::Function && !entity.isLambda &&
-      (entity.isFixture || name.starts_with("test")))
+      (entity.isFixture || name.starts_with("test") ||
+       config.isTestFunctionName(name)))
     entity.parameters = getFixtureRequests(def);
 
   // The parent hashes a placeholder, so adding, removing or renaming a
@@ -612,6 +783,15 @@ void FileAnalyzer::openEntity(TSNode outer, TSNode def, StringRef name,
   LocalId id = static_cast<LocalId>(summary.entities.size());
   summary.entities.push_back(std::move(entity));
   decoratorValues.push_back(std::move(decorators));
+  // The definition binds its name where it stands; its parameters are its
+  // own.
+  bind(name);
+  if (grammar.kindOf(def) != Kind::Lambda)
+    notLoads.insert(field(def, grammar.name).id);
+  pushScope(kind == EntityKind::Class ? ScopeKind::Class : ScopeKind::Function,
+            id, depth);
+  if (kind == EntityKind::Function)
+    bindParameters(field(def, grammar.parameters));
   Frame frame{kind == EntityKind::Class ? ScopeKind::Class
                                         : ScopeKind::Function,
               id, depth};
@@ -764,6 +944,7 @@ void FileAnalyzer::recordImport(TSNode node) {
         std::string target = text(field(child, grammar.name)).str();
         StringRef alias = text(field(child, grammar.alias));
         importAliases[alias] = target;
+        scopes[openScopes.back()].imports[alias] = target;
         summary.edges.push_back(
             {EdgeKind::Import, from, target, line, 0, alias.str()});
         return;
@@ -772,6 +953,7 @@ void FileAnalyzer::recordImport(TSNode node) {
       // `import a.b` binds `a`.
       StringRef head = StringRef(target).split('.').first;
       importAliases.try_emplace(head, head.str());
+      scopes[openScopes.back()].imports.try_emplace(head, head.str());
       summary.edges.push_back({EdgeKind::Import, from, target, line, 0, ""});
     });
     return;
@@ -810,6 +992,7 @@ void FileAnalyzer::recordImport(TSNode node) {
     std::string target =
         module.empty() ? name.str() : module + "." + name.str();
     importAliases[bound] = target;
+    scopes[openScopes.back()].imports[bound] = target;
     summary.edges.push_back({EdgeKind::Import, from, target, line,
                              static_cast<uint32_t>(module.size()),
                              bound == name ? std::string() : bound.str()});
@@ -820,12 +1003,122 @@ void FileAnalyzer::recordImport(TSNode node) {
                              static_cast<uint32_t>(module.size()), ""});
 }
 
-void FileAnalyzer::recordSyntaxError(TSNode node) {
-  if (numSyntaxErrors++ == 0) {
-    TSPoint point = ts_node_start_point(node);
-    firstErrorLine = point.row + 1;
-    firstErrorColumn = point.column + 1;
+/// Syntax errors reported one by one; beyond this, one warning counts them.
+constexpr unsigned kMaxSyntaxErrors = 10;
+
+void FileAnalyzer::recordSyntaxError(TSNode node, bool missing) {
+  TSPoint point = ts_node_start_point(node);
+  if (numSyntaxErrors++ >= kMaxSyntaxErrors) {
+    if (numSyntaxErrors == kMaxSyntaxErrors + 1)
+      firstUnreported = point;
+    return;
   }
+  std::string message = "invalid syntax: ";
+  if (missing) {
+    // A MISSING node is the token tree-sitter had to invent: `)` for an
+    // unclosed bracket, an identifier after `x = 1 +`.
+    StringRef type = ts_node_type(node);
+    message += type == "identifier" ? std::string("expression expected")
+                                    : ("missing '" + type + "'").str();
+  } else if (std::optional<std::pair<size_t, std::string>> eof =
+                 diagnoseAtEndOfFile(node)) {
+    // A region that runs to the end of the file starts wherever the
+    // parser lost track; the cause is usually an unclosed bracket or
+    // string inside it.
+    StringRef before = source.take_front(eof->first);
+    point.row = before.count('\n');
+    point.column = eof->first - (before.rfind('\n') + 1);
+    message += eof->second;
+  } else {
+    // Quote the start of what tree-sitter could not fit, on one line.
+    StringRef skipped = text(node);
+    skipped = skipped.take_until([](char c) { return c == '\n' || c == '\r'; });
+    skipped = skipped.rtrim();
+    if (skipped.empty()) {
+      message += "unexpected end of file";
+    } else {
+      std::string quoted;
+      for (char c : skipped.take_front(20)) {
+        if (llvm::isPrint(c) || (c & 0x80)) {
+          quoted += c;
+        } else {
+          quoted += "\\x";
+          quoted += llvm::hexdigit((uint8_t)c >> 4, true);
+          quoted += llvm::hexdigit((uint8_t)c & 15, true);
+        }
+      }
+      message += "unexpected '" + quoted + (skipped.size() > 20 ? "...'" : "'");
+    }
+  }
+  message += "; entities recovered by tree-sitter";
+  syntaxErrors.push_back({point.row + 1, point.column + 1, std::move(message)});
+}
+
+std::optional<std::pair<size_t, std::string>>
+FileAnalyzer::diagnoseAtEndOfFile(TSNode node) const {
+  size_t begin = ts_node_start_byte(node), end = ts_node_end_byte(node);
+  if (end > source.size() || begin >= end ||
+      !source.drop_front(end).trim().empty())
+    return std::nullopt;
+  // Brackets and strings, as the tokenizer sees them.
+  llvm::SmallVector<size_t, 16> open;
+  for (size_t i = begin; i < end; ++i) {
+    char c = source[i];
+    if (c == '#') {
+      i = std::min(source.find('\n', i), end);
+    } else if (c == '\'' || c == '"') {
+      size_t start = i;
+      bool triple = i + 2 < end && source[i + 1] == c && source[i + 2] == c;
+      i += triple ? 3 : 1;
+      for (; i < end; ++i) {
+        if (source[i] == '\\') {
+          ++i;
+          continue;
+        }
+        if (!triple && source[i] == '\n')
+          return std::make_pair(start,
+                                std::string("unterminated string literal"));
+        if (source[i] == c && (!triple || (i + 2 < end && source[i + 1] == c &&
+                                           source[i + 2] == c)))
+          break;
+      }
+      if (i >= end)
+        return std::make_pair(
+            start, std::string(triple ? "unterminated triple-quoted string "
+                                        "literal"
+                                      : "unterminated string literal"));
+      if (triple)
+        i += 2;
+    } else if (c == '(' || c == '[' || c == '{') {
+      open.push_back(i);
+    } else if (c == ')' || c == ']' || c == '}') {
+      if (!open.empty())
+        open.pop_back();
+    }
+  }
+  if (!open.empty())
+    return std::make_pair(open.front(),
+                          "'" + std::string(1, source[open.front()]) +
+                              "' was never closed");
+  return std::make_pair(end, std::string("unexpected end of file"));
+}
+
+void FileAnalyzer::reportSyntaxErrors(TSNode root) {
+  // Never silent: a tree that says it has an error where the walk met no
+  // ERROR or MISSING node (tree-sitter can mark an error on a node's own
+  // flags) still gets a warning, at the root.
+  if (!numSyntaxErrors && ts_node_has_error(root))
+    recordSyntaxError(root, /*missing=*/false);
+  if (!numSyntaxErrors)
+    return;
+  summary.parseError = true;
+  for (FileWarning &warning : syntaxErrors)
+    summary.warnings.push_back(std::move(warning));
+  if (numSyntaxErrors > kMaxSyntaxErrors)
+    summary.warnings.push_back(
+        {firstUnreported.row + 1, firstUnreported.column + 1,
+         std::to_string(numSyntaxErrors - kMaxSyntaxErrors) +
+             " more syntax errors in this file"});
 }
 
 std::string FileAnalyzer::resolveCallee(LocalId from, StringRef callee) const {
@@ -863,6 +1156,460 @@ std::string FileAnalyzer::resolveCallee(LocalId from, StringRef callee) const {
   if (alias != importAliases.end())
     return withRest(alias->second);
   return callee.str();
+}
+
+void FileAnalyzer::recordImportTimeCall(TSNode node, StringRef callee,
+                                        uint32_t depth) {
+  bool atModule = frames.back().scope == ScopeKind::Module;
+  auto markScope = [&] {
+    if (atModule)
+      summary.dynamicTests = true;
+    else
+      effects.dynamicMembers.insert(summary.entities[currentEntity()].qualname);
+  };
+  // `globals()[name] = ...`, `globals().update(...)`, `locals()[...]` in a
+  // class body: names bound by computed strings.
+  if ((callee == "globals" || callee == "vars" || callee == "locals") &&
+      depth > 0 &&
+      (kindPath[depth - 1] == Kind::Subscript ||
+       kindPath[depth - 1] == Kind::Attribute)) {
+    markScope();
+    return;
+  }
+  if (callee == "exec") {
+    markScope();
+    return;
+  }
+  TSNode arguments = field(node, grammar.arguments);
+  if (grammar.kindOf(arguments) != Kind::ArgumentList)
+    return;
+  std::vector<TSNode> positional;
+  bool passesGlobals = false;
+  forEachChild(arguments, [&](TSNode child, TSFieldId) {
+    if (!ts_node_is_named(child) || grammar.kindOf(child) == Kind::Comment ||
+        grammar.kindOf(child) == Kind::KeywordArgument)
+      return;
+    positional.push_back(child);
+    if (grammar.kindOf(child) == Kind::Call &&
+        getDottedName(field(child, grammar.function)) == "globals")
+      passesGlobals = true;
+  });
+  StringRef last = callee.substr(callee.rfind('.') + 1);
+  auto firstClass = [&]() -> std::string {
+    if (positional.empty() || grammar.kindOf(positional[0]) != Kind::Identifier)
+      return {};
+    return text(positional[0]).str();
+  };
+  if (last == "setattr" && callee == "setattr" && !positional.empty()) {
+    std::string target = firstClass();
+    if (!target.empty())
+      effects.dynamicMembers.insert(target);
+    else if (text(positional[0]).contains("sys.modules"))
+      markScope();
+    return;
+  }
+  if (last == "instantiate_parametrized_tests") {
+    std::string target = firstClass();
+    if (!target.empty())
+      effects.instantiated.insert(target);
+    return;
+  }
+  if (last == "instantiate_device_type_tests") {
+    // Replaces the generic class by per-device classes with per-device
+    // test names.
+    std::string target = firstClass();
+    if (!target.empty())
+      effects.replaced.insert(target);
+    markScope();
+    return;
+  }
+  if (passesGlobals)
+    markScope();
+}
+
+//===----------------------------------------------------------------------===//
+// Module-level names each entity loads
+//===----------------------------------------------------------------------===//
+
+void FileAnalyzer::pushScope(ScopeKind kind, LocalId owner, uint32_t depth) {
+  int parent = openScopes.empty() ? -1 : openScopes.back();
+  scopes.push_back(NameScope{kind, parent, owner, depth});
+  openScopes.push_back(static_cast<int>(scopes.size() - 1));
+}
+
+void FileAnalyzer::bind(StringRef name) {
+  NameScope &scope = scopes[openScopes.back()];
+  auto declared = scope.declared.find(name);
+  if (declared == scope.declared.end()) {
+    scope.bound.insert(name);
+    return;
+  }
+  // `global x`: the binding is the module's; `nonlocal x`: an enclosing
+  // function's, which binds it already.
+  if (declared->second)
+    scopes[0].bound.insert(name);
+}
+
+void FileAnalyzer::bindTargets(TSNode target, unsigned depth) {
+  if (ts_node_is_null(target) || depth > 64)
+    return;
+  switch (grammar.kindOf(target)) {
+  case Kind::Identifier:
+    bind(text(target));
+    notLoads.insert(target.id);
+    return;
+  case Kind::PatternList:
+  case Kind::TuplePattern:
+  case Kind::ListPattern:
+  case Kind::Tuple:
+  case Kind::List:
+  case Kind::ExpressionList:
+  case Kind::ParenthesizedExpression:
+  case Kind::ListSplatPattern:
+  case Kind::DictionarySplatPattern:
+  case Kind::ListSplat:
+  case Kind::AsPatternTarget:
+    forEachChild(target, [&](TSNode child, TSFieldId) {
+      if (ts_node_is_named(child))
+        bindTargets(child, depth + 1);
+    });
+    return;
+  default:
+    // `obj.attr = ...` and `obj[i] = ...` bind nothing; `obj` is a load.
+    return;
+  }
+}
+
+void FileAnalyzer::bindParameters(TSNode parameters) {
+  if (ts_node_is_null(parameters))
+    return;
+  forEachChild(parameters, [&](TSNode child, TSFieldId) {
+    switch (grammar.kindOf(child)) {
+    case Kind::Identifier:
+    case Kind::ListSplatPattern:
+    case Kind::DictionarySplatPattern:
+    case Kind::TuplePattern:
+      bindTargets(child);
+      break;
+    case Kind::DefaultParameter:
+    case Kind::TypedDefaultParameter:
+      bindTargets(field(child, grammar.name));
+      break;
+    case Kind::TypedParameter:
+      bindTargets(ts_node_named_child(child, 0));
+      break;
+    default:
+      break;
+    }
+  });
+}
+
+void FileAnalyzer::recordNames(TSNode node, Kind kind, uint32_t depth) {
+  // Field ids are not asked of the cursor (ts_tree_cursor_current_field_id
+  // cost a quarter of the whole walk): the identifiers that are not loads
+  // are marked from their parent instead.
+  switch (kind) {
+  case Kind::Identifier: {
+    if (notLoads.erase(node.id))
+      return;
+    if (depth && grammar.isNameContext(kindPath[depth - 1]))
+      return;
+    scopes[openScopes.back()].loads.push_back(text(node).str());
+    return;
+  }
+  case Kind::KeywordArgument:
+    notLoads.insert(field(node, grammar.name).id);
+    return;
+  case Kind::Attribute: {
+    // `call().attr`: the attribute is no load of its own.
+    notLoads.insert(field(node, grammar.attribute).id);
+    // Inside a chain already recorded whole.
+    if (notLoads.erase(node.id))
+      return;
+    // The outermost attribute of a chain of names is one load, `a.b.c`.
+    std::string dotted = getDottedName(node);
+    if (dotted.empty())
+      return;
+    TSNode inner = field(node, grammar.object);
+    for (; grammar.kindOf(inner) == Kind::Attribute;
+         inner = field(inner, grammar.object))
+      notLoads.insert(inner.id);
+    notLoads.insert(inner.id);
+    scopes[openScopes.back()].loads.push_back(std::move(dotted));
+    return;
+  }
+  case Kind::Assignment:
+  case Kind::AugmentedAssignment:
+  case Kind::ForStatement:
+  case Kind::ForInClause:
+    bindTargets(field(node, grammar.left));
+    return;
+  case Kind::NamedExpression:
+    bindTargets(field(node, grammar.name));
+    return;
+  case Kind::AsPattern:
+  case Kind::ExceptClause:
+    bindTargets(field(node, grammar.alias));
+    return;
+  case Kind::DeleteStatement:
+    forEachChild(node, [&](TSNode child, TSFieldId) {
+      if (ts_node_is_named(child))
+        bindTargets(child);
+    });
+    return;
+  case Kind::GlobalStatement:
+  case Kind::NonlocalStatement:
+    forEachChild(node, [&](TSNode child, TSFieldId) {
+      if (grammar.kindOf(child) == Kind::Identifier)
+        scopes[openScopes.back()].declared[text(child)] =
+            kind == Kind::GlobalStatement;
+    });
+    return;
+  case Kind::ListComprehension:
+  case Kind::SetComprehension:
+  case Kind::DictionaryComprehension:
+  case Kind::GeneratorExpression:
+    pushScope(ScopeKind::Function, currentEntity(), depth);
+    return;
+  case Kind::Lambda:
+    // Unnamed lambdas are part of the entity around them, with their own
+    // parameters.
+    pushScope(ScopeKind::Function, currentEntity(), depth);
+    bindParameters(field(node, grammar.parameters));
+    return;
+  default:
+    return;
+  }
+}
+
+/// Names Python finds in builtins (and module attributes every module has).
+static bool isBuiltinName(StringRef name) {
+  static const llvm::StringSet<> kBuiltins = {"ArithmeticError",
+                                              "AssertionError",
+                                              "AttributeError",
+                                              "BaseException",
+                                              "BaseExceptionGroup",
+                                              "BlockingIOError",
+                                              "BrokenPipeError",
+                                              "BufferError",
+                                              "BytesWarning",
+                                              "ChildProcessError",
+                                              "ConnectionAbortedError",
+                                              "ConnectionError",
+                                              "ConnectionRefusedError",
+                                              "ConnectionResetError",
+                                              "DeprecationWarning",
+                                              "EOFError",
+                                              "Ellipsis",
+                                              "EncodingWarning",
+                                              "EnvironmentError",
+                                              "Exception",
+                                              "ExceptionGroup",
+                                              "False",
+                                              "FileExistsError",
+                                              "FileNotFoundError",
+                                              "FloatingPointError",
+                                              "FutureWarning",
+                                              "GeneratorExit",
+                                              "IOError",
+                                              "ImportError",
+                                              "ImportWarning",
+                                              "IndentationError",
+                                              "IndexError",
+                                              "InterruptedError",
+                                              "IsADirectoryError",
+                                              "KeyError",
+                                              "KeyboardInterrupt",
+                                              "LookupError",
+                                              "MemoryError",
+                                              "ModuleNotFoundError",
+                                              "NameError",
+                                              "None",
+                                              "NotADirectoryError",
+                                              "NotImplemented",
+                                              "NotImplementedError",
+                                              "OSError",
+                                              "OverflowError",
+                                              "PendingDeprecationWarning",
+                                              "PermissionError",
+                                              "ProcessLookupError",
+                                              "RecursionError",
+                                              "ReferenceError",
+                                              "ResourceWarning",
+                                              "RuntimeError",
+                                              "RuntimeWarning",
+                                              "StopAsyncIteration",
+                                              "StopIteration",
+                                              "SyntaxError",
+                                              "SyntaxWarning",
+                                              "SystemError",
+                                              "SystemExit",
+                                              "TabError",
+                                              "TimeoutError",
+                                              "True",
+                                              "TypeError",
+                                              "UnboundLocalError",
+                                              "UnicodeDecodeError",
+                                              "UnicodeEncodeError",
+                                              "UnicodeError",
+                                              "UnicodeTranslateError",
+                                              "UnicodeWarning",
+                                              "UserWarning",
+                                              "ValueError",
+                                              "Warning",
+                                              "ZeroDivisionError",
+                                              "__annotations__",
+                                              "__build_class__",
+                                              "__builtins__",
+                                              "__cached__",
+                                              "__class__",
+                                              "__debug__",
+                                              "__dict__",
+                                              "__doc__",
+                                              "__file__",
+                                              "__import__",
+                                              "__loader__",
+                                              "__module__",
+                                              "__name__",
+                                              "__package__",
+                                              "__path__",
+                                              "__qualname__",
+                                              "__spec__",
+                                              "abs",
+                                              "aiter",
+                                              "all",
+                                              "anext",
+                                              "any",
+                                              "ascii",
+                                              "bin",
+                                              "bool",
+                                              "breakpoint",
+                                              "bytearray",
+                                              "bytes",
+                                              "callable",
+                                              "chr",
+                                              "classmethod",
+                                              "compile",
+                                              "complex",
+                                              "copyright",
+                                              "credits",
+                                              "delattr",
+                                              "dict",
+                                              "dir",
+                                              "divmod",
+                                              "enumerate",
+                                              "eval",
+                                              "exec",
+                                              "exit",
+                                              "filter",
+                                              "float",
+                                              "format",
+                                              "frozenset",
+                                              "getattr",
+                                              "globals",
+                                              "hasattr",
+                                              "hash",
+                                              "help",
+                                              "hex",
+                                              "id",
+                                              "input",
+                                              "int",
+                                              "isinstance",
+                                              "issubclass",
+                                              "iter",
+                                              "len",
+                                              "license",
+                                              "list",
+                                              "locals",
+                                              "map",
+                                              "max",
+                                              "memoryview",
+                                              "min",
+                                              "next",
+                                              "object",
+                                              "oct",
+                                              "open",
+                                              "ord",
+                                              "pow",
+                                              "print",
+                                              "property",
+                                              "quit",
+                                              "range",
+                                              "repr",
+                                              "reversed",
+                                              "round",
+                                              "set",
+                                              "setattr",
+                                              "slice",
+                                              "sorted",
+                                              "staticmethod",
+                                              "str",
+                                              "sum",
+                                              "super",
+                                              "tuple",
+                                              "type",
+                                              "vars",
+                                              "zip"};
+  return kBuiltins.contains(name);
+}
+
+void FileAnalyzer::resolveNames() {
+  std::vector<std::vector<std::string>> byOwner(summary.entities.size() + 1);
+  for (const NameScope &scope : scopes) {
+    for (const std::string &load : scope.loads) {
+      auto [head, rest] = StringRef(load).split('.');
+      auto withRest = [&](StringRef base) {
+        return rest.empty() ? base.str() : (base + "." + rest).str();
+      };
+      // Python's lookup: the scope itself, enclosing function scopes (class
+      // bodies are not visible from nested scopes), then the module.
+      std::optional<std::string> resolved;
+      bool local = false, toModule = false;
+      bool first = true;
+      for (int at = &scope - scopes.data(); at > 0 && !resolved && !local;
+           at = scopes[at].parent, first = false) {
+        const NameScope &candidate = scopes[at];
+        if (candidate.kind == ScopeKind::Class && !first)
+          continue;
+        auto declared = candidate.declared.find(head);
+        if (declared != candidate.declared.end() && declared->second) {
+          toModule = true;
+          break;
+        }
+        // An import inside a function still names where the value lives.
+        auto import = candidate.imports.find(head);
+        if (import != candidate.imports.end())
+          resolved = withRest(import->second);
+        else if (candidate.bound.contains(head))
+          local = true;
+      }
+      (void)toModule;
+      if (local)
+        continue;
+      if (!resolved) {
+        const NameScope &module = scopes[0];
+        auto import = module.imports.find(head);
+        if (import != module.imports.end())
+          resolved = withRest(import->second);
+        else if (module.bound.contains(head))
+          resolved =
+              moduleName.empty() ? load : (moduleName + "." + load).str();
+        else if (isBuiltinName(head))
+          continue;
+        else
+          resolved = load;
+      }
+      byOwner[scope.owner + 1].push_back(std::move(*resolved));
+    }
+  }
+  for (auto [index, names] : llvm::enumerate(byOwner)) {
+    llvm::sort(names);
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    if (index == 0)
+      summary.moduleNames = std::move(names);
+    else
+      summary.entities[index - 1].names = std::move(names);
+  }
 }
 
 void FileAnalyzer::resolveCalls() {
@@ -1272,16 +2019,24 @@ std::optional<PyValue> FileAnalyzer::evaluate(TSNode node,
 
 FileSummary fastci::python::analyzePythonSource(StringRef source,
                                                 StringRef path,
-                                                StringRef moduleName) {
+                                                StringRef moduleName,
+                                                const PytestConfig &config) {
   // PEP 263: a file declared in Latin-1 or cp1252 is parsed as its UTF-8
   // decoding, as CPython would see it.
   std::vector<FileWarning> encodingWarnings;
   std::optional<std::string> decoded =
       decodePythonSource(source, encodingWarnings);
-  FileSummary summary =
-      FileAnalyzer(decoded ? StringRef(*decoded) : source, path, moduleName)
-          .run();
+  FileSummary summary = FileAnalyzer(decoded ? StringRef(*decoded) : source,
+                                     path, moduleName, config)
+                            .run();
   summary.warnings.insert(summary.warnings.begin(), encodingWarnings.begin(),
                           encodingWarnings.end());
   return summary;
+}
+
+FileSummary fastci::python::analyzePythonSource(StringRef source,
+                                                StringRef path,
+                                                StringRef moduleName) {
+  static const PytestConfig defaults;
+  return analyzePythonSource(source, path, moduleName, defaults);
 }

@@ -791,9 +791,10 @@ std::string readMarkerFloors(const PyValue &floors,
 class FactsBuilder {
 public:
   FactsBuilder(StringRef moduleName, StringRef source, FileSummary &summary,
-               llvm::ArrayRef<std::vector<PyValue>> decorators)
+               llvm::ArrayRef<std::vector<PyValue>> decorators,
+               const ImportTimeEffects &effects, const PytestConfig &config)
       : moduleName(moduleName), source(source), summary(summary),
-        decorators(decorators) {}
+        decorators(decorators), effects(effects), config(config) {}
 
   void run(llvm::ArrayRef<PyValue> moduleMarks);
 
@@ -810,9 +811,19 @@ private:
     });
   }
 
+  /// Fills \p facts.generator and the generated names when a decorator of
+  /// the test function \p id replaces it (parameterized.expand, torch's
+  /// parametrize).
+  void readGenerator(LocalId id, PytestEntitySummary &facts);
+  /// Whether \p name, bound at module level, is (re-exported from) torch's
+  /// common_utils (or not bound: a star import).
+  bool isTorchName(StringRef name);
+
   StringRef moduleName, source;
   FileSummary &summary;
   llvm::ArrayRef<std::vector<PyValue>> decorators;
+  const ImportTimeEffects &effects;
+  const PytestConfig &config;
   /// Built on the first class: most files have none.
   std::optional<LineTable> lines;
   std::optional<llvm::StringMap<std::vector<Binding>>> bindings;
@@ -992,6 +1003,263 @@ std::string FactsBuilder::resolveBase(StringRef base, uint32_t line) {
   return rest.empty() ? resolved : resolved + "." + rest.str();
 }
 
+bool FactsBuilder::isTorchName(StringRef name) {
+  if (!bindings)
+    bindings.emplace(getModuleBindings(summary));
+  auto it = bindings->find(name);
+  if (it == bindings->end())
+    return true;
+  const Binding &binding = it->second.back();
+  return binding.entity == kModuleScope &&
+         StringRef(binding.target).contains("common_utils");
+}
+
+/// parameterized's `to_safe_name`: runs of characters other than ASCII
+/// letters, digits and `_` become one `_`.
+static std::string toSafeName(StringRef text) {
+  std::string out;
+  bool inRun = false;
+  for (char c : text) {
+    if (llvm::isAlnum(c) || c == '_') {
+      out += c;
+      inRun = false;
+    } else if (!inRun) {
+      out += '_';
+      inRun = true;
+    }
+  }
+  return out;
+}
+
+/// The names `parameterized.expand(input)` gives a function \p name
+/// (parameterized >= 0.8: `name_func` default), or nothing when the input
+/// is not a literal list of literal cases.
+static std::optional<std::vector<std::string>>
+expandParameterizedNames(const PyValue &call, StringRef name) {
+  if (call.getKeyword("name_func") || call.getKeyword("testcase_func_name") ||
+      call.elements.size() != 1 || !call.elements[0].isSequence())
+    return std::nullopt;
+  const std::vector<PyValue> &cases = call.elements[0].elements;
+  if (cases.empty())
+    return std::nullopt;
+  std::vector<std::string> names;
+  size_t digits = std::to_string(cases.size() - 1).size();
+  for (auto [index, value] : llvm::enumerate(cases)) {
+    // param.from_decorator: a param(...), a string as one argument, any
+    // other iterable as the arguments.
+    const PyValue *first = nullptr;
+    if (value.kind == PyValue::Kind::Call &&
+        (value.text == "param" || StringRef(value.text).ends_with(".param"))) {
+      if (!value.elements.empty())
+        first = &value.elements[0];
+    } else if (value.kind == PyValue::Kind::Str) {
+      first = &value;
+    } else if (value.isSequence()) {
+      if (!value.elements.empty())
+        first = &value.elements[0];
+    } else {
+      return std::nullopt;
+    }
+    std::string number = std::to_string(index);
+    std::string generated =
+        (name + "_" + std::string(digits - number.size(), '0') + number).str();
+    if (first && first->kind == PyValue::Kind::Str)
+      generated += "_" + toSafeName(first->text);
+    else if (first && first->kind == PyValue::Kind::Unknown)
+      return std::nullopt; // a string or not: the name depends on it
+    names.push_back(std::move(generated));
+  }
+  return names;
+}
+
+/// torch's `dtype_name`: the dtype's canonical name.
+static std::optional<std::string> torchDtypeName(StringRef dotted) {
+  if (!dotted.consume_front("torch."))
+    return std::nullopt;
+  static const std::pair<const char *, const char *> kAliases[] = {
+      {"float", "float32"},    {"double", "float64"},
+      {"half", "float16"},     {"long", "int64"},
+      {"int", "int32"},        {"short", "int16"},
+      {"cfloat", "complex64"}, {"cdouble", "complex128"},
+      {"chalf", "complex32"}};
+  for (const auto &[alias, canonical] : kAliases)
+    if (dotted == alias)
+      return std::string(canonical);
+  static const char *const kCanonical[] = {
+      "float32",   "float64",   "float16",   "bfloat16", "int8",
+      "int16",     "int32",     "int64",     "uint8",    "bool",
+      "complex32", "complex64", "complex128"};
+  if (llvm::is_contained(kCanonical, dotted))
+    return dotted.str();
+  return std::nullopt;
+}
+
+/// The suffixes torch's `parametrize(arg_str, arg_values)` gives its cases
+/// (`_default_subtest_name`, `subtest(name=)`), or nothing when they are not
+/// static.
+static std::optional<std::vector<std::string>>
+torchParametrizeSuffixes(const PyValue &call) {
+  if (call.getKeyword("name_fn") || call.elements.size() != 2 ||
+      call.elements[0].kind != PyValue::Kind::Str)
+    return std::nullopt;
+  llvm::SmallVector<StringRef, 4> argNames;
+  StringRef(call.elements[0].text).split(argNames, ',');
+  for (StringRef &argName : argNames)
+    argName = argName.trim();
+  std::vector<PyValue> values;
+  const PyValue &argValues = call.elements[1];
+  if (argValues.isSequence()) {
+    values = argValues.elements;
+  } else if (argValues.kind == PyValue::Kind::Call &&
+             argValues.text == "range") {
+    int64_t bounds[3] = {0, 0, 1};
+    size_t count = argValues.elements.size();
+    if (count < 1 || count > 3 || !argValues.keywords.empty())
+      return std::nullopt;
+    for (size_t i = 0; i < count; ++i)
+      if (argValues.elements[i].kind != PyValue::Kind::Int)
+        return std::nullopt;
+    if (count == 1) {
+      bounds[1] = argValues.elements[0].intValue;
+    } else {
+      bounds[0] = argValues.elements[0].intValue;
+      bounds[1] = argValues.elements[1].intValue;
+      if (count == 3)
+        bounds[2] = argValues.elements[2].intValue;
+    }
+    if (bounds[2] == 0 || (bounds[1] - bounds[0]) / bounds[2] > 10000)
+      return std::nullopt;
+    for (int64_t v = bounds[0]; bounds[2] > 0 ? v < bounds[1] : v > bounds[1];
+         v += bounds[2]) {
+      PyValue element;
+      element.kind = PyValue::Kind::Int;
+      element.intValue = v;
+      values.push_back(std::move(element));
+    }
+  } else {
+    return std::nullopt;
+  }
+  if (values.empty())
+    return std::nullopt;
+  auto format = [](StringRef argName,
+                   const PyValue &value) -> std::optional<std::string> {
+    std::string shown;
+    switch (value.kind) {
+    case PyValue::Kind::Int:
+      shown = std::to_string(value.intValue);
+      break;
+    case PyValue::Kind::Float:
+      shown = formatPythonFloat(value.floatValue);
+      break;
+    case PyValue::Kind::Str:
+      shown = value.text;
+      break;
+    case PyValue::Kind::Bool:
+      shown = value.boolValue ? "True" : "False";
+      break;
+    case PyValue::Kind::None:
+      shown = "None";
+      break;
+    case PyValue::Kind::Name:
+      // A dtype shows as its name alone.
+      return torchDtypeName(value.text);
+    default:
+      return std::nullopt;
+    }
+    std::replace(shown.begin(), shown.end(), '.', '_');
+    return (argName + "_" + shown).str();
+  };
+  std::vector<std::string> suffixes;
+  for (const PyValue &entry : values) {
+    const PyValue *caseValues = &entry;
+    if (entry.kind == PyValue::Kind::Call &&
+        (entry.text == "subtest" ||
+         StringRef(entry.text).ends_with(".subtest"))) {
+      const PyValue *name = entry.getKeyword("name");
+      if (name && name->kind == PyValue::Kind::Str && !name->text.empty()) {
+        if (StringRef(name->text).contains('.'))
+          return std::nullopt;
+        suffixes.push_back(name->text);
+        continue;
+      }
+      if (entry.elements.empty())
+        return std::nullopt;
+      caseValues = &entry.elements[0];
+    }
+    std::vector<const PyValue *> parts;
+    if (argNames.size() == 1) {
+      parts.push_back(caseValues);
+    } else {
+      if (!caseValues->isSequence() ||
+          caseValues->elements.size() != argNames.size())
+        return std::nullopt;
+      for (const PyValue &part : caseValues->elements)
+        parts.push_back(&part);
+    }
+    std::vector<std::string> pieces;
+    for (auto [argName, part] : llvm::zip(argNames, parts)) {
+      std::optional<std::string> piece = format(argName, *part);
+      if (!piece)
+        return std::nullopt;
+      pieces.push_back(std::move(*piece));
+    }
+    suffixes.push_back(llvm::join(pieces, "_"));
+  }
+  return suffixes;
+}
+
+void FactsBuilder::readGenerator(LocalId id, PytestEntitySummary &facts) {
+  const EntitySummary &entity = summary.entities[id];
+  // Decorators apply innermost first; torch composes stacked parametrize
+  // decorators as `<outer>_<inner>`, the inner one varying slowest.
+  std::vector<std::string> torchNames;
+  bool torch = false, torchKnown = true;
+  for (const PyValue &decorator : llvm::reverse(decorators[id])) {
+    if (decorator.kind != PyValue::Kind::Call)
+      continue;
+    StringRef callee = decorator.text;
+    if (callee == "parameterized.expand" ||
+        callee.ends_with(".parameterized.expand")) {
+      facts.generator = 1;
+      std::optional<std::vector<std::string>> names =
+          expandParameterizedNames(decorator, entity.name);
+      facts.generatedKnown = names.has_value();
+      facts.generatedNames =
+          names ? std::move(*names) : std::vector<std::string>();
+      return;
+    }
+    bool isTorch = (callee == "parametrize" && isTorchName("parametrize")) ||
+                   callee.ends_with("common_utils.parametrize");
+    if (!isTorch)
+      continue;
+    torch = true;
+    std::optional<std::vector<std::string>> suffixes =
+        torchParametrizeSuffixes(decorator);
+    if (!suffixes) {
+      torchKnown = false;
+      continue;
+    }
+    if (torchNames.empty()) {
+      torchNames = std::move(*suffixes);
+      continue;
+    }
+    std::vector<std::string> combined;
+    for (const std::string &inner : torchNames)
+      for (const std::string &outer : *suffixes)
+        combined.push_back(outer.empty()   ? inner
+                           : inner.empty() ? outer
+                                           : outer + "_" + inner);
+    torchNames = std::move(combined);
+  }
+  if (!torch)
+    return;
+  facts.generator = 2;
+  facts.generatedKnown = torchKnown;
+  if (torchKnown)
+    for (const std::string &suffix : torchNames)
+      facts.generatedNames.push_back(entity.name + "_" + suffix);
+}
+
 void FactsBuilder::run(llvm::ArrayRef<PyValue> moduleMarkValues) {
   for (auto [index, entity] : llvm::enumerate(summary.entities)) {
     LocalId id = static_cast<LocalId>(index);
@@ -999,13 +1267,33 @@ void FactsBuilder::run(llvm::ArrayRef<PyValue> moduleMarkValues) {
                    summary.entities[entity.parent].kind == EntityKind::Class;
     bool isClass = entity.kind == EntityKind::Class;
     bool isFixture = inScope && entity.isFixture;
-    if (!isClass && !isFixture &&
-        !(inScope && StringRef(entity.name).starts_with("test")))
+    bool isTest = inScope && (StringRef(entity.name).starts_with("test") ||
+                              config.isTestFunctionName(entity.name));
+    if (!isClass && !isFixture && !isTest)
       continue;
     PytestEntitySummary facts;
     facts.entity = id;
     if (isFixture)
       readFixture(id, facts);
+    if (isTest && !isClass && static_cast<size_t>(id) < decorators.size())
+      readGenerator(id, facts);
+    if (isClass) {
+      // Import-time code and class decorators that change the class.
+      facts.instantiated = effects.instantiated.contains(entity.qualname);
+      facts.dynamicMembers = effects.dynamicMembers.contains(entity.qualname);
+      facts.replaced = effects.replaced.contains(entity.qualname);
+      for (StringRef decorator : entity.decorators) {
+        StringRef last = decorator.substr(decorator.rfind('.') + 1);
+        if (last == "instantiate_parametrized_tests")
+          facts.instantiated = true;
+        // parameterized_class moves the tests into new classes named
+        // `Cls_0`, ...; the decorated name keeps none.
+        if (last == "parameterized_class") {
+          facts.replaced = true;
+          summary.dynamicTests = true;
+        }
+      }
+    }
     // pytest applies (and iterates) marks innermost first.
     std::vector<const PyValue *> marks;
     if (static_cast<size_t>(id) < decorators.size())
@@ -1048,7 +1336,8 @@ void FactsBuilder::run(llvm::ArrayRef<PyValue> moduleMarkValues) {
       }
     }
     if (!facts.marks.empty() || !facts.bases.empty() || facts.testAttribute ||
-        isFixture)
+        isFixture || facts.generator || facts.instantiated ||
+        facts.dynamicMembers || facts.replaced)
       summary.pytestEntities.push_back(std::move(facts));
   }
   std::vector<const PyValue *> marks;
@@ -1102,6 +1391,9 @@ struct FileView {
 /// The files collection can see: one (a file analysed alone) or all.
 class Repository {
 public:
+  explicit Repository(const PytestConfig &config) : config(config) {}
+  const PytestConfig &config;
+
   void addFile(StringRef path, StringRef moduleName, FileSummary *summary) {
     uint32_t index = files.size();
     files.emplace_back(path, moduleName, summary);
@@ -1110,7 +1402,8 @@ public:
     // imported fixtures.
     for (auto [id, entity] : llvm::enumerate(summary->entities))
       if (entity.kind == EntityKind::Class || entity.isFixture ||
-          StringRef(entity.name).starts_with("test"))
+          StringRef(entity.name).starts_with("test") ||
+          config.isTestFunctionName(entity.name))
         symbols.try_emplace(symbolOf(moduleName, entity),
                             EntityRef{index, static_cast<LocalId>(id)});
   }
@@ -1143,6 +1436,30 @@ private:
   llvm::StringMap<EntityRef> symbols;
 };
 
+/// unittest.TestCase subclasses of test frameworks outside the repository
+/// that add no tests of their own: torch's (1.13-2.x), read from its source.
+bool isKnownFrameworkTestCase(StringRef name) {
+  return name == "torch.testing._internal.common_utils.TestCase" ||
+         name == "expecttest.TestCase";
+}
+
+/// Class decorators that give the class an `__init__` (pytest then refuses
+/// to collect it): dataclasses and attrs.
+bool isInitGeneratingDecorator(StringRef name) {
+  static const char *const kDecorators[] = {"dataclass",
+                                            "dataclasses.dataclass",
+                                            "pydantic.dataclasses.dataclass",
+                                            "attr.s",
+                                            "attr.attrs",
+                                            "attr.define",
+                                            "attr.mutable",
+                                            "attr.frozen",
+                                            "attrs.define",
+                                            "attrs.mutable",
+                                            "attrs.frozen"};
+  return llvm::is_contained(kDecorators, name);
+}
+
 /// Base classes that are known to contribute no tests, `__init__` or
 /// `__test__` pytest would see.
 bool isInertBase(StringRef name) {
@@ -1152,7 +1469,7 @@ bool isInertBase(StringRef name) {
                                        "typing.Protocol",
                                        "unittest.TestCase",
                                        "unittest.IsolatedAsyncioTestCase"};
-  return llvm::is_contained(kInert, name);
+  return llvm::is_contained(kInert, name) || isKnownFrameworkTestCase(name);
 }
 
 /// Collects the items of one test file.
@@ -1207,8 +1524,9 @@ private:
   void collectUnittestClass(EntityRef cls, const std::string &prefix,
                             const MarkChain &outer, bool maybe);
   /// \p unittest: an item of a TestCase, which pytest does not parametrize.
-  void collectFunction(EntityRef function, const std::string &prefix,
-                       const MarkChain &outer, bool unittest = false);
+  void collectFunction(EntityRef function, StringRef name,
+                       const std::string &prefix, const MarkChain &outer,
+                       bool unittest = false);
   /// A fixture definition and the names it requests.
   struct FixtureDef {
     EntityRef ref;
@@ -1247,9 +1565,17 @@ private:
   }
   bool isTestFunction(EntityRef ref) const {
     const EntitySummary &entity = repo.files[ref.file].entity(ref.id);
-    return entity.kind == EntityKind::Function &&
-           StringRef(entity.name).starts_with("test") && !entity.isFixture;
+    return entity.kind == EntityKind::Function && !entity.isFixture;
   }
+  /// Whether a class has members whose names import-time code decides
+  /// (parameterized.expand or torch parametrize with non-literal cases,
+  /// `setattr`).
+  bool hasUnknownMembers(EntityRef cls) const;
+  /// The item for a whole class or file that stands for tests whose names
+  /// are not known.
+  void addEnclosingItem(const std::string &nodeId, EntityRef entry,
+                        StringRef reason,
+                        llvm::ArrayRef<const MarkSummary *> marks);
   void setEntry(TestSummary &test, EntityRef entry, LocalId fallback) const {
     if (entry.file == file) {
       test.entry = entry.id;
@@ -1357,9 +1683,26 @@ ItemCollector::getNamespace(EntityRef scope) const {
     std::optional<EntityRef> value;
   };
   std::vector<Entry> entries;
-  for (LocalId id : owner.children[scope.id + 1])
-    entries.push_back({owner.entity(id).range.startLine, owner.entity(id).name,
-                       EntityRef{scope.file, id}});
+  const PytestEntitySummary *scopeFacts =
+      scope.id == kModuleScope ? nullptr : owner.getFacts(scope.id);
+  for (LocalId id : owner.children[scope.id + 1]) {
+    const EntitySummary &entity = owner.entity(id);
+    // parameterized.expand binds generated functions in place of the
+    // decorated one (which becomes None); torch's parametrize does so when
+    // the class is instantiated.
+    if (const PytestEntitySummary *facts = owner.getFacts(id);
+        facts &&
+        (facts->generator == 1 ||
+         (facts->generator == 2 && scopeFacts && scopeFacts->instantiated))) {
+      for (const std::string &generated : facts->generatedNames)
+        entries.push_back(
+            {entity.range.startLine, generated, EntityRef{scope.file, id}});
+      entries.push_back({entity.range.startLine, entity.name, std::nullopt});
+      continue;
+    }
+    entries.push_back(
+        {entity.range.startLine, entity.name, EntityRef{scope.file, id}});
+  }
   if (scope.id == kModuleScope)
     for (const auto &[name, bindings] : owner.bindings)
       for (const Binding &binding : bindings)
@@ -1384,6 +1727,13 @@ std::vector<TestSummary> ItemCollector::run() {
   MarkChain moduleChain;
   for (const MarkSummary &mark : view.summary->moduleMarks)
     moduleChain.marks.push_back(&mark);
+  // A file whose tests are not all known statically: the file item (pytest
+  // runs every test of a file given its path) stands for them. A file with
+  // syntax errors may have lost tests tree-sitter could not recover.
+  if (view.summary->parseError || view.summary->dynamicTests)
+    addEnclosingItem(view.path.str(), {file, kModuleScope},
+                     view.summary->parseError ? "parse-error" : "dynamic-tests",
+                     moduleChain.marks);
   for (const auto &[name, value] : getNamespace({file, kModuleScope})) {
     if (!value)
       continue;
@@ -1395,6 +1745,8 @@ std::vector<TestSummary> ItemCollector::run() {
 
 /// unittest's TestCase classes, which contribute no tests of their own.
 static bool isUnittestCaseBase(StringRef name) {
+  if (isKnownFrameworkTestCase(name))
+    return true;
   static const char *const kCases[] = {
       "unittest.TestCase",
       "unittest.IsolatedAsyncioTestCase",
@@ -1439,16 +1791,22 @@ void ItemCollector::collectMember(EntityRef value, StringRef name,
                                   const MarkChain &outer, unsigned depth) {
   const EntitySummary &entity = repo.files[value.file].entity(value.id);
   if (entity.kind != EntityKind::Class) {
-    if (isTestFunction(value) && name.starts_with("test"))
-      collectFunction(value, prefix, outer);
+    if (isTestFunction(value) && repo.config.isTestFunctionName(name))
+      collectFunction(value, name, prefix, outer);
     return;
   }
+  // Deleted or replaced at import time (torch's device-type classes,
+  // parameterized_class): the name pytest sees holds no tests.
+  if (const PytestEntitySummary *facts =
+          repo.files[value.file].getFacts(value.id);
+      facts && facts->replaced)
+    return;
   // pytest's unittest plugin takes any subclass of unittest.TestCase,
   // whatever its name, before the python plugin's `Test*` rule. A class
   // whose framework base is only named like a TestCase keeps the `Test*`
   // rule when it matches it.
   CaseKind kind = getCaseKind(value);
-  bool isTestName = name.starts_with("Test");
+  bool isTestName = repo.config.isTestClassName(name);
   if (kind == CaseKind::No && !isTestName)
     return;
   if (kind == CaseKind::Maybe && isTestName)
@@ -1471,6 +1829,36 @@ bool ItemCollector::isDisabled(llvm::ArrayRef<EntityRef> mro) const {
       if (facts->testAttribute)
         return facts->testAttribute == 1;
   return false;
+}
+
+bool ItemCollector::hasUnknownMembers(EntityRef cls) const {
+  const FileView &owner = repo.files[cls.file];
+  const PytestEntitySummary *classFacts = owner.getFacts(cls.id);
+  if (classFacts && classFacts->dynamicMembers)
+    return true;
+  for (LocalId member : owner.children[cls.id + 1])
+    if (const PytestEntitySummary *facts = owner.getFacts(member))
+      if ((facts->generator == 1 ||
+           (facts->generator == 2 && classFacts && classFacts->instantiated)) &&
+          !facts->generatedKnown)
+        return true;
+  return false;
+}
+
+void ItemCollector::addEnclosingItem(
+    const std::string &nodeId, EntityRef entry, StringRef reason,
+    llvm::ArrayRef<const MarkSummary *> marks) {
+  TestSummary item;
+  item.nodeId = nodeId;
+  if (entry.id == kModuleScope && entry.file == file)
+    item.entry = kModuleScope;
+  else
+    setEntry(item, entry, localClass);
+  for (const MarkSummary *mark : marks)
+    addTag(item.tags, mark->name);
+  item.enclosing = true;
+  item.reason = reason.str();
+  tests.push_back(std::move(item));
 }
 
 ItemCollector::MarkChain
@@ -1508,6 +1896,8 @@ void ItemCollector::addUnknownClassItem(EntityRef cls,
   for (const MarkSummary *mark : chain.marks)
     addTag(item.tags, mark->name);
   item.inheritedUnknown = true;
+  item.enclosing = true;
+  item.reason = "inherited-unknown";
   tests.push_back(std::move(item));
 }
 
@@ -1523,6 +1913,9 @@ void ItemCollector::collectUnittestClass(EntityRef cls,
   MarkChain chain = getClassMarks(mro, outer);
   if (unknown)
     addUnknownClassItem(cls, prefix, chain);
+  else if (llvm::any_of(mro,
+                        [&](EntityRef ref) { return hasUnknownMembers(ref); }))
+    addEnclosingItem(prefix, cls, "dynamic-tests", chain.marks);
   // TestLoader.getTestCaseNames: every callable attribute (a function or a
   // class) whose name starts with `test`, along the MRO, sorted by name.
   std::map<std::string, EntityRef> members;
@@ -1531,15 +1924,15 @@ void ItemCollector::collectUnittestClass(EntityRef cls,
       if (value)
         members.try_emplace(memberName, *value);
   bool found = false;
-  auto collect = [&](EntityRef member) {
+  auto collect = [&](StringRef memberName, EntityRef member) {
     found = true;
     const EntitySummary &entity = repo.files[member.file].entity(member.id);
     if (entity.kind == EntityKind::Function) {
-      collectFunction(member, prefix, chain, /*unittest=*/true);
+      collectFunction(member, memberName, prefix, chain, /*unittest=*/true);
       return;
     }
     TestSummary item;
-    item.nodeId = prefix + "::" + entity.name;
+    item.nodeId = prefix + "::" + memberName.str();
     setEntry(item, member, localClass);
     if (const PytestEntitySummary *facts =
             repo.files[member.file].getFacts(member.id))
@@ -1551,14 +1944,14 @@ void ItemCollector::collectUnittestClass(EntityRef cls,
   };
   for (const auto &[memberName, member] : members)
     if (StringRef(memberName).starts_with("test"))
-      collect(member);
+      collect(memberName, member);
   // Without test methods, a `runTest` method is the test.
   if (!found) {
     auto runTest = members.find("runTest");
     if (runTest != members.end() &&
         repo.files[runTest->second.file].entity(runTest->second.id).kind ==
             EntityKind::Function)
-      collect(runTest->second);
+      collect("runTest", runTest->second);
   }
 }
 
@@ -1574,17 +1967,26 @@ void ItemCollector::collectClass(EntityRef cls, StringRef name,
     return;
   // pytest refuses classes with a constructor (with a warning), inherited
   // ones included.
-  for (EntityRef ref : mro)
+  for (EntityRef ref : mro) {
+    // Dataclass-like decorators generate an `__init__`.
+    if (ref.id != kModuleScope)
+      for (StringRef decorator : repo.files[ref.file].entity(ref.id).decorators)
+        if (isInitGeneratingDecorator(decorator))
+          return;
     for (LocalId member : repo.files[ref.file].children[ref.id + 1]) {
       const EntitySummary &entity = repo.files[ref.file].entity(member);
       if (entity.kind == EntityKind::Function &&
           (entity.name == "__init__" || entity.name == "__new__"))
         return;
     }
+  }
 
   MarkChain chain = getClassMarks(mro, outer);
   if (unknown)
     addUnknownClassItem(cls, prefix, chain);
+  else if (llvm::any_of(mro,
+                        [&](EntityRef ref) { return hasUnknownMembers(ref); }))
+    addEnclosingItem(prefix, cls, "dynamic-tests", chain.marks);
   classMros.push_back(mro);
   auto popClass = llvm::make_scope_exit([&] { classMros.pop_back(); });
 
@@ -1603,7 +2005,7 @@ void ItemCollector::collectClass(EntityRef cls, StringRef name,
       collectMember(member, memberName, prefix, chain, depth + 1);
 }
 
-void ItemCollector::collectFunction(EntityRef function,
+void ItemCollector::collectFunction(EntityRef function, StringRef name,
                                     const std::string &prefix,
                                     const MarkChain &outer, bool unittest) {
   const FileView &owner = repo.files[function.file];
@@ -1690,7 +2092,7 @@ void ItemCollector::collectFunction(EntityRef function,
       cases = std::move(combined);
     }
   }
-  std::string nodeId = prefix + "::" + entity.name;
+  std::string nodeId = prefix + "::" + name.str();
   auto makeTags = [&](llvm::ArrayRef<std::string> caseTags) {
     // pytest's order: the function's marks, the case's, then the class's
     // and the module's.
@@ -1704,6 +2106,12 @@ void ItemCollector::collectFunction(EntityRef function,
   if (!hasParametrize || undetermined) {
     base.nodeId = std::move(nodeId);
     base.parametrized = hasParametrize;
+    if (hasParametrize) {
+      // `path::test_x` runs every case: pytest accepts it, but it is not
+      // one of the ids `--collect-only` prints.
+      base.enclosing = true;
+      base.reason = "parametrized";
+    }
     base.tags = makeTags({});
     tests.push_back(std::move(base));
     return;
@@ -1901,11 +2309,13 @@ ItemCollector::getFixtureParams(EntityRef function,
 void fastci::python::collectPytestItems(
     StringRef path, StringRef moduleName, StringRef source,
     FileSummary &summary, llvm::ArrayRef<std::vector<PyValue>> decorators,
-    llvm::ArrayRef<PyValue> moduleMarks) {
-  FactsBuilder(moduleName, source, summary, decorators).run(moduleMarks);
-  if (!isPytestTestFile(path.substr(path.rfind('/') + 1)))
+    llvm::ArrayRef<PyValue> moduleMarks, const ImportTimeEffects &effects,
+    const PytestConfig &config) {
+  FactsBuilder(moduleName, source, summary, decorators, effects, config)
+      .run(moduleMarks);
+  if (!config.isTestFile(path))
     return;
-  Repository repo;
+  Repository repo(config);
   repo.addFile(path, moduleName, &summary);
   summary.tests = ItemCollector(repo, 0).run();
 }
@@ -1952,7 +2362,8 @@ static bool providesFixtures(const FileSummary &summary) {
 
 void fastci::python::linkPytestItems(
     llvm::ArrayRef<SourceFile> files,
-    llvm::function_ref<FileSummary *(size_t)> summaryOf) {
+    llvm::function_ref<FileSummary *(size_t)> summaryOf,
+    const PytestConfig &config) {
   // Directories whose conftest.py provides fixtures ("" for the root).
   llvm::StringSet<> conftestDirectories;
   for (auto [index, file] : llvm::enumerate(files)) {
@@ -1978,13 +2389,13 @@ void fastci::python::linkPytestItems(
   for (auto [index, file] : llvm::enumerate(files)) {
     StringRef path = file.path;
     FileSummary *summary = summaryOf(index);
-    if (summary && isPytestTestFile(path.substr(path.rfind('/') + 1)) &&
+    if (summary && config.isTestFile(path) &&
         (dependsOnOtherFiles(file.moduleName, *summary) || underConftest(path)))
       dependent.push_back(index);
   }
   if (dependent.empty())
     return;
-  Repository repo;
+  Repository repo(config);
   llvm::DenseMap<size_t, uint32_t> positions;
   for (auto [index, file] : llvm::enumerate(files))
     if (FileSummary *summary = summaryOf(index)) {

@@ -11,6 +11,8 @@
 #include "fastci/Python/Analyzer.h"
 #include "fastci/Python/FileSummary.h"
 #include "fastci/Python/Pytest.h"
+#include "fastci/Python/PytestConfig.h"
+#include "fastci/Python/PythonAttrs.h"
 #include "fastci/Workload/Lowering.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -120,6 +122,9 @@ private:
   ImportStatistics &stats;
   /// For each taken symbol, the last N of `symbol#N` handed out.
   llvm::StringMap<unsigned> symbolCounts;
+  /// pytest's collection options from the root's configuration file.
+  PytestConfig pytestConfig;
+  std::string configFingerprint;
 };
 
 /// A marker's floors={...} as the attribute load-manifest gives a manifest
@@ -173,7 +178,8 @@ FileResult Importer::processFile(const SourceFile &file) const {
       llvm::consumeError(summary.takeError());
     }
   }
-  result.summary = analyzePythonSource(source, file.path, file.moduleName);
+  result.summary =
+      analyzePythonSource(source, file.path, file.moduleName, pytestConfig);
   if (!cachePath.empty())
     writeCache(cachePath, *result.summary);
   return result;
@@ -181,7 +187,9 @@ FileResult Importer::processFile(const SourceFile &file) const {
 
 std::string Importer::getCachePath(const SourceFile &file,
                                    uint64_t contentHash) const {
-  std::string identity = file.path + '\0' + file.moduleName;
+  // Test items depend on pytest's configuration too.
+  std::string identity =
+      file.path + '\0' + file.moduleName + '\0' + configFingerprint;
   uint64_t key = contentHash ^ (hashBytes(identity) * 0x9E3779B97F4A7C15ULL);
   llvm::SmallString<256> path(options.cacheDir);
   llvm::sys::path::append(path, llvm::utohexstr(key, /*LowerCase=*/true) +
@@ -242,6 +250,17 @@ LogicalResult Importer::run() {
     }
   }
   stats.filesFound = files.size();
+  {
+    std::vector<FileWarning> configWarnings;
+    pytestConfig = readPytestConfig(options.tree.root, configWarnings);
+    configFingerprint = pytestConfig.fingerprint();
+    for (const FileWarning &warning : configWarnings) {
+      llvm::SmallString<256> configPath(options.tree.root);
+      llvm::sys::path::append(configPath, pytestConfig.source);
+      diag.emit(Severity::Warning, configPath, warning.line, warning.column,
+                warning.message);
+    }
+  }
   // merge-evidence and mark-changed find the checkout through `root`.
   llvm::SmallString<256> rootPath;
   if (fs::real_path(options.tree.root, rootPath)) {
@@ -278,9 +297,12 @@ LogicalResult Importer::run() {
     });
   }
   // Tests inherited across modules need every file's summary.
-  linkPytestItems(files, [&](size_t i) {
-    return results[i].summary ? &*results[i].summary : nullptr;
-  });
+  linkPytestItems(
+      files,
+      [&](size_t i) {
+        return results[i].summary ? &*results[i].summary : nullptr;
+      },
+      pytestConfig);
 
   // Entities first, for every file, so that edges can resolve across files.
   struct Placed {
@@ -310,6 +332,13 @@ LogicalResult Importer::run() {
     Placed &entry = placed[i];
     entry.moduleId = module.addEntity(EntityKind::Module, moduleSymbol, fileId,
                                       moduleRange, summary.moduleHash);
+    {
+      AttrDict &attrs = module.getEntity(entry.moduleId).attrs;
+      if (summary.parseError)
+        attrs.set(attr::kParseError, Attribute::getBool(true));
+      if (!summary.moduleNames.empty())
+        attrs.set(attr::kNames, Attribute::getStringList(summary.moduleNames));
+    }
     for (const EntitySummary &entity : summary.entities) {
       EntityId parent = entity.parent == kModuleScope
                             ? entry.moduleId
@@ -328,6 +357,8 @@ LogicalResult Importer::run() {
         attrs.set("lambda", Attribute::getBool(true));
       if (entity.isFixture)
         attrs.set("fixture", Attribute::getBool(true));
+      if (!entity.names.empty())
+        attrs.set(attr::kNames, Attribute::getStringList(entity.names));
       entry.ids.push_back(id);
     }
     stats.bytesRead += result.size;
@@ -372,9 +403,13 @@ LogicalResult Importer::run() {
         test.attrs.set(kFloorOverridesAttr,
                        floorOverridesAttr(testSummary.floors));
       if (testSummary.parametrized)
-        test.attrs.set("parametrized", Attribute::getBool(true));
+        test.attrs.set(attr::kParametrized, Attribute::getBool(true));
       if (testSummary.inheritedUnknown)
-        test.attrs.set("inherited-unknown", Attribute::getBool(true));
+        test.attrs.set(attr::kInheritedUnknown, Attribute::getBool(true));
+      if (testSummary.enclosing) {
+        test.attrs.set(attr::kEnclosing, Attribute::getBool(true));
+        test.attrs.set(attr::kReason, Attribute::getString(testSummary.reason));
+      }
     }
   }
   return success();
