@@ -2360,7 +2360,7 @@ static bool providesFixtures(const FileSummary &summary) {
   });
 }
 
-void fastci::python::linkPytestItems(
+std::vector<size_t> fastci::python::linkPytestItems(
     llvm::ArrayRef<SourceFile> files,
     llvm::function_ref<FileSummary *(size_t)> summaryOf,
     const PytestConfig &config) {
@@ -2394,7 +2394,7 @@ void fastci::python::linkPytestItems(
       dependent.push_back(index);
   }
   if (dependent.empty())
-    return;
+    return dependent;
   Repository repo(config);
   llvm::DenseMap<size_t, uint32_t> positions;
   for (auto [index, file] : llvm::enumerate(files))
@@ -2406,4 +2406,5 @@ void fastci::python::linkPytestItems(
     uint32_t position = positions[index];
     repo.files[position].summary->tests = ItemCollector(repo, position).run();
   }
+  return dependent;
 }

@@ -144,9 +144,12 @@ void collectPytestItems(llvm::StringRef path, llvm::StringRef moduleName,
 /// repository in view: test methods inherited from base classes defined or
 /// re-exported in other modules, `__init__` and `__test__` found along the
 /// MRO, and `Test*` classes and `test*` functions a test module imports.
-void linkPytestItems(llvm::ArrayRef<SourceFile> files,
-                     llvm::function_ref<FileSummary *(size_t)> summaryOf,
-                     const PytestConfig &config = PytestConfig());
+/// Returns the indexes of the files whose items it recomputed (the others
+/// keep their per-file items, which the repository does not change).
+std::vector<size_t>
+linkPytestItems(llvm::ArrayRef<SourceFile> files,
+                llvm::function_ref<FileSummary *(size_t)> summaryOf,
+                const PytestConfig &config = PytestConfig());
 
 } // namespace fastci::python
 
