@@ -27,6 +27,7 @@
 #include "llvm/Support/Unicode.h"
 #include "llvm/Support/xxhash.h"
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <tree_sitter/api.h>
@@ -114,6 +115,8 @@ enum class Kind : uint8_t {
   GeneratorExpression,
   KeywordPattern,
   Subscript,
+  Parameters,
+  LambdaParameters,
 };
 
 struct Grammar {
@@ -210,6 +213,8 @@ struct Grammar {
         {"generator_expression", Kind::GeneratorExpression},
         {"keyword_pattern", Kind::KeywordPattern},
         {"subscript", Kind::Subscript},
+        {"parameters", Kind::Parameters},
+        {"lambda_parameters", Kind::LambdaParameters},
     };
     uint32_t count = ts_language_symbol_count(language);
     kinds.assign(count, Kind::Other);
@@ -370,7 +375,7 @@ struct NameScope {
   /// `global` (true) and `nonlocal` (false) declarations.
   llvm::StringMap<bool> declared{};
   /// Names and attribute chains loaded here, as written.
-  std::vector<std::string> loads{};
+  std::vector<StringRef> loads{};
 };
 
 struct PendingCall {
@@ -425,9 +430,12 @@ private:
   /// Binds \p name in the current scope (or where `global` sends it).
   void bind(StringRef name);
   /// Binds every name an assignment target pattern holds.
-  void bindTargets(TSNode target, unsigned depth = 0);
+  void bindTargets(TSNode target, bool markStores = true, unsigned depth = 0);
   void bindParameters(TSNode parameters);
   void resolveNames();
+  /// The dotted name source[begin, end) spells, whitespace and line
+  /// continuations dropped; "" when it holds anything else.
+  StringRef chainText(uint32_t begin, uint32_t end);
   /// A call in module or class code that may create tests at import time.
   void recordImportTimeCall(TSNode node, StringRef callee, uint32_t depth);
   void reportSyntaxErrors(TSNode root);
@@ -471,6 +479,13 @@ private:
   /// The kinds of the nodes on the walk's path, by depth: ts_node_parent
   /// would search down from the root for every assignment.
   llvm::SmallVector<Kind, 64> kindPath;
+  /// The start offsets of the same nodes: an identifier that starts where
+  /// its parent starts is the parent's first child (the head of an
+  /// attribute chain, a keyword argument's or parameter's name).
+  llvm::SmallVector<uint32_t, 64> startPath, endPath;
+  /// Attribute chains written with spaces or line breaks, normalized
+  /// (loads point into the source otherwise).
+  std::deque<std::string> normalizedChains;
   /// Syntax errors as found, in source order; the first kMaxSyntaxErrors
   /// become warnings of their own, the rest one count.
   std::vector<FileWarning> syntaxErrors;
@@ -595,9 +610,14 @@ bool FileAnalyzer::enter(TSNode node, uint32_t depth) {
   Kind kind = grammar.kindOf(node);
   if (kind == Kind::Comment)
     return false;
-  if (kindPath.size() <= depth)
+  if (kindPath.size() <= depth) {
     kindPath.resize(depth + 1);
+    startPath.resize(depth + 1);
+    endPath.resize(depth + 1);
+  }
   kindPath[depth] = kind;
+  startPath[depth] = ts_node_start_byte(node);
+  endPath[depth] = ts_node_end_byte(node);
   if (ts_node_is_missing(node)) {
     recordSyntaxError(node, /*missing=*/true);
     return false;
@@ -786,8 +806,6 @@ void FileAnalyzer::openEntity(TSNode outer, TSNode def, StringRef name,
   // The definition binds its name where it stands; its parameters are its
   // own.
   bind(name);
-  if (grammar.kindOf(def) != Kind::Lambda)
-    notLoads.insert(field(def, grammar.name).id);
   pushScope(kind == EntityKind::Class ? ScopeKind::Class : ScopeKind::Function,
             id, depth);
   if (kind == EntityKind::Function)
@@ -1250,13 +1268,15 @@ void FileAnalyzer::bind(StringRef name) {
     scopes[0].bound.insert(name);
 }
 
-void FileAnalyzer::bindTargets(TSNode target, unsigned depth) {
+void FileAnalyzer::bindTargets(TSNode target, bool markStores, unsigned depth) {
   if (ts_node_is_null(target) || depth > 64)
     return;
   switch (grammar.kindOf(target)) {
   case Kind::Identifier:
     bind(text(target));
-    notLoads.insert(target.id);
+    // Parameters' names are recognised by their parents instead.
+    if (markStores)
+      notLoads.insert(target.id);
     return;
   case Kind::PatternList:
   case Kind::TuplePattern:
@@ -1271,7 +1291,7 @@ void FileAnalyzer::bindTargets(TSNode target, unsigned depth) {
   case Kind::AsPatternTarget:
     forEachChild(target, [&](TSNode child, TSFieldId) {
       if (ts_node_is_named(child))
-        bindTargets(child, depth + 1);
+        bindTargets(child, markStores, depth + 1);
     });
     return;
   default:
@@ -1289,14 +1309,14 @@ void FileAnalyzer::bindParameters(TSNode parameters) {
     case Kind::ListSplatPattern:
     case Kind::DictionarySplatPattern:
     case Kind::TuplePattern:
-      bindTargets(child);
+      bindTargets(child, /*markStores=*/false);
       break;
     case Kind::DefaultParameter:
     case Kind::TypedDefaultParameter:
-      bindTargets(field(child, grammar.name));
+      bindTargets(field(child, grammar.name), /*markStores=*/false);
       break;
     case Kind::TypedParameter:
-      bindTargets(ts_node_named_child(child, 0));
+      bindTargets(ts_node_named_child(child, 0), /*markStores=*/false);
       break;
     default:
       break;
@@ -1304,38 +1324,82 @@ void FileAnalyzer::bindParameters(TSNode parameters) {
   });
 }
 
+StringRef FileAnalyzer::chainText(uint32_t begin, uint32_t end) {
+  if (begin >= end || end > source.size())
+    return {};
+  StringRef chain = source.slice(begin, end);
+  bool plain = llvm::all_of(chain, [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.' || (c & 0x80);
+  });
+  if (plain)
+    return chain;
+  std::string normalized;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    char c = chain[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\\' ||
+        c == '\f')
+      continue;
+    if (!(llvm::isAlnum(c) || c == '_' || c == '.' || (c & 0x80)))
+      return {}; // a comment inside the chain: rare, left out
+    normalized += c;
+  }
+  normalizedChains.push_back(std::move(normalized));
+  return normalizedChains.back();
+}
+
 void FileAnalyzer::recordNames(TSNode node, Kind kind, uint32_t depth) {
-  // Field ids are not asked of the cursor (ts_tree_cursor_current_field_id
-  // cost a quarter of the whole walk): the identifiers that are not loads
-  // are marked from their parent instead.
+  // Roles are read from the path (parent kinds and start offsets), not from
+  // field lookups: ts_tree_cursor_current_field_id and
+  // ts_node_child_by_field_id per identifier cost a quarter of the walk.
   switch (kind) {
   case Kind::Identifier: {
-    if (notLoads.erase(node.id))
+    if (!notLoads.empty() && notLoads.erase(node.id))
       return;
-    if (depth && grammar.isNameContext(kindPath[depth - 1]))
+    if (depth == 0)
       return;
-    scopes[openScopes.back()].loads.push_back(text(node).str());
-    return;
-  }
-  case Kind::KeywordArgument:
-    notLoads.insert(field(node, grammar.name).id);
-    return;
-  case Kind::Attribute: {
-    // `call().attr`: the attribute is no load of its own.
-    notLoads.insert(field(node, grammar.attribute).id);
-    // Inside a chain already recorded whole.
-    if (notLoads.erase(node.id))
+    Kind parent = kindPath[depth - 1];
+    bool first = startPath[depth] == startPath[depth - 1];
+    switch (parent) {
+    case Kind::Attribute: {
+      // The attribute of `x.attr`, or of `call().attr`.
+      if (!first)
+        return;
+      // The head of a chain of names: one load of the whole chain, from
+      // the outermost attribute that starts here.
+      uint32_t top = depth - 1;
+      while (top > 0 && kindPath[top - 1] == Kind::Attribute &&
+             startPath[top - 1] == startPath[depth])
+        --top;
+      // The chain's text runs to the end of the outermost attribute's
+      // last identifier, which ends the attribute node.
+      StringRef chain = chainText(startPath[top], endPath[top]);
+      if (!chain.empty())
+        scopes[openScopes.back()].loads.push_back(chain);
       return;
-    // The outermost attribute of a chain of names is one load, `a.b.c`.
-    std::string dotted = getDottedName(node);
-    if (dotted.empty())
+    }
+    case Kind::FunctionDefinition:
+    case Kind::ClassDefinition:
+    case Kind::ListSplatPattern:
+    case Kind::DictionarySplatPattern:
+      // A definition's name; `*rest` / `**kw` targets and parameters.
       return;
-    TSNode inner = field(node, grammar.object);
-    for (; grammar.kindOf(inner) == Kind::Attribute;
-         inner = field(inner, grammar.object))
-      notLoads.insert(inner.id);
-    notLoads.insert(inner.id);
-    scopes[openScopes.back()].loads.push_back(std::move(dotted));
+    case Kind::KeywordArgument:
+    case Kind::DefaultParameter:
+    case Kind::TypedParameter:
+    case Kind::TypedDefaultParameter:
+      // Their first identifier is a name; a later one is in the value.
+      if (first)
+        return;
+      break;
+    case Kind::Parameters:
+    case Kind::LambdaParameters:
+      return;
+    default:
+      if (grammar.isNameContext(parent))
+        return;
+      break;
+    }
+    scopes[openScopes.back()].loads.push_back(text(node));
     return;
   }
   case Kind::Assignment:
@@ -1555,9 +1619,13 @@ static bool isBuiltinName(StringRef name) {
 
 void FileAnalyzer::resolveNames() {
   std::vector<std::vector<std::string>> byOwner(summary.entities.size() + 1);
-  for (const NameScope &scope : scopes) {
-    for (const std::string &load : scope.loads) {
-      auto [head, rest] = StringRef(load).split('.');
+  for (NameScope &scope : scopes) {
+    // A name is usually loaded many times: resolve it once.
+    llvm::sort(scope.loads);
+    scope.loads.erase(std::unique(scope.loads.begin(), scope.loads.end()),
+                      scope.loads.end());
+    for (StringRef load : scope.loads) {
+      auto [head, rest] = load.split('.');
       auto withRest = [&](StringRef base) {
         return rest.empty() ? base.str() : (base + "." + rest).str();
       };
@@ -1597,7 +1665,7 @@ void FileAnalyzer::resolveNames() {
         else if (isBuiltinName(head))
           continue;
         else
-          resolved = load;
+          resolved = load.str();
       }
       byOwner[scope.owner + 1].push_back(std::move(*resolved));
     }
