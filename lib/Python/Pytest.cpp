@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Python/Pytest.h"
+#include "fastci/Pass/Parallel.h"
 #include "fastci/Support/YAML.h"
 #include "fastci/Workload/Manifest.h"
 #include "llvm/ADT/DenseMap.h"
@@ -2363,7 +2364,7 @@ static bool providesFixtures(const FileSummary &summary) {
 std::vector<size_t> fastci::python::linkPytestItems(
     llvm::ArrayRef<SourceFile> files,
     llvm::function_ref<FileSummary *(size_t)> summaryOf,
-    const PytestConfig &config) {
+    const PytestConfig &config, unsigned jobs) {
   // Directories whose conftest.py provides fixtures ("" for the root).
   llvm::StringSet<> conftestDirectories;
   for (auto [index, file] : llvm::enumerate(files)) {
@@ -2402,9 +2403,14 @@ std::vector<size_t> fastci::python::linkPytestItems(
       positions[index] = repo.files.size();
       repo.addFile(file.path, file.moduleName, summary);
     }
-  for (size_t index : dependent) {
-    uint32_t position = positions[index];
-    repo.files[position].summary->tests = ItemCollector(repo, position).run();
-  }
+  // Each collector reads the repository and writes its own file's items.
+  parallelFor(
+      0, dependent.size(),
+      [&](size_t k) {
+        uint32_t position = positions.lookup(dependent[k]);
+        repo.files[position].summary->tests =
+            ItemCollector(repo, position).run();
+      },
+      jobs);
   return dependent;
 }

@@ -346,7 +346,7 @@ LogicalResult Importer::run() {
         [&](size_t i) {
           return results[i].summary ? &*results[i].summary : nullptr;
         },
-        pytestConfig);
+        pytestConfig, options.jobs);
   }
   lap(stats.linkMicros);
   if (cache) {

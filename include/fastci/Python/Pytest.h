@@ -145,11 +145,12 @@ void collectPytestItems(llvm::StringRef path, llvm::StringRef moduleName,
 /// re-exported in other modules, `__init__` and `__test__` found along the
 /// MRO, and `Test*` classes and `test*` functions a test module imports.
 /// Returns the indexes of the files whose items it recomputed (the others
-/// keep their per-file items, which the repository does not change).
+/// keep their per-file items, which the repository does not change). The
+/// files are collected on up to \p jobs threads (0: parallelFor's default).
 std::vector<size_t>
 linkPytestItems(llvm::ArrayRef<SourceFile> files,
                 llvm::function_ref<FileSummary *(size_t)> summaryOf,
-                const PytestConfig &config = PytestConfig());
+                const PytestConfig &config = PytestConfig(), unsigned jobs = 0);
 
 } // namespace fastci::python
 
