@@ -1,5 +1,4 @@
-//===- PytestConfig.h - The collection options of pytest's ini files -*- C++
-//-*-===//
+//===- PytestConfig.h - pytest's collection options -----------*- C++ -*-===//
 //
 // pytest reads its options from the first configuration file it finds in the
 // rootdir: pytest.ini (always, even without a [pytest] section),
