@@ -461,7 +461,7 @@ LogicalResult Importer::run() {
         test.attrs.set(attr::kInheritedUnknown, Attribute::getBool(true));
       if (testSummary.enclosing) {
         test.attrs.set(attr::kEnclosing, Attribute::getBool(true));
-        test.attrs.set(attr::kReason, Attribute::getString(testSummary.reason));
+        test.attrs.set(attr::kEnclosingReason, Attribute::getString(testSummary.reason));
       }
     }
   }

@@ -204,7 +204,7 @@ struct TestSummary {
   /// Set when nodeId is not an exact pytest node id but an item pytest
   /// accepts that encloses the real ones (the file, a class, or a function
   /// whose parametrized cases are not known); \c reason says why
-  /// (attr::kEnclosing, attr::kReason).
+  /// (attr::kEnclosing, attr::kEnclosingReason).
   bool enclosing = false;
   std::string reason;
 };

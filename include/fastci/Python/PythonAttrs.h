@@ -22,14 +22,15 @@ inline constexpr llvm::StringLiteral kParseError = "parse_error";
 /// Bool, on a test: its id is not an exact pytest node id but an item
 /// pytest accepts that encloses the real ones (a file `path.py`, a class
 /// `path.py::Cls`, or a parametrized function `path.py::Cls::test_x` whose
-/// case ids are not static); `reason` says why. Read by select-affected
+/// case ids are not static); `enclosing_reason` says why. Read by select-affected
 /// and emit-plan, which must run the enclosing item whole.
 inline constexpr llvm::StringLiteral kEnclosing = "enclosing";
 
 /// String, on a test with `enclosing`: why the exact ids are not known
 /// (`dynamic-tests`, `parametrized`, `inherited-unknown`, `parse-error`).
-/// select-affected later overwrites `reason` with its selection reason.
-inline constexpr llvm::StringLiteral kReason = "reason";
+/// Its own name, not `reason`: select-affected writes its selection reason
+/// there. Informational: it explains the item to whoever reads the IR.
+inline constexpr llvm::StringLiteral kEnclosingReason = "enclosing_reason";
 
 /// String list, on function, class and module entities: the module-level
 /// names the entity's own code loads (not its locals, parameters or
