@@ -13,6 +13,7 @@
 #include "fastci/History/HistoryAttrs.h"
 #include "fastci/IR/AttrSchema.h"
 #include "fastci/IR/IRAttrs.h"
+#include "fastci/Python/PythonAttrs.h"
 #include "fastci/Schedule/ScheduleAttrs.h"
 #include "fastci/Select/SelectAttrs.h"
 #include "fastci/Workload/WorkloadAttrs.h"
@@ -38,6 +39,7 @@ void registerDeclaredAttributes() {
   namespace wl = workload::attr;
   namespace hist = history::attr;
   namespace sch = schedule::attr;
+  namespace py = python::attr;
   static const AttrDecl decls[] = {
       {ir::kRevision, kModule, K::String, "the snapshot's producer",
        "merge-evidence"},
@@ -56,6 +58,17 @@ void registerDeclaredAttributes() {
       {ev::kWallSeconds, kRecord, K::Number, "merge-evidence", "users"},
       {ev::kComplete, kRecord, K::Bool, "merge-evidence", "users"},
       {ev::kEvidencePython, kModule, K::String, "merge-evidence", "emit-plan"},
+      {ev::kCoverage, kRecord, K::String, "merge-evidence", "select-affected"},
+      {ev::kFunctions, kRecord, K::NameList, "merge-evidence", "EvidenceGraph"},
+      {ev::kImportFunctions, kRecord, K::NameList, "merge-evidence",
+       "EvidenceGraph"},
+      {ev::kImports, kRecord, K::NameList, "merge-evidence", "EvidenceGraph"},
+      {ev::kReads, kRecord, K::StringList, "merge-evidence",
+       "select-affected, mark-changed"},
+      {ev::kImportSamples, kRecord, K::Int, "merge-evidence", "users"},
+      {ev::kEvidenceSuperseded, kModule, K::Int, "merge-evidence", "users"},
+      {ev::kImportTimeEntities, kModule, K::Dict, "merge-evidence",
+       "EvidenceGraph"},
 
       {sel::kSelected, kTest, K::Bool, "select-affected",
        "prune-context-equiv, lower-workload, score-risk, schedule, emit-plan"},
@@ -74,6 +87,8 @@ void registerDeclaredAttributes() {
        "emit-plan, fastci plan --explain"},
       {sel::kPruningSummary, kModule, K::Dict, "prune-context-equiv",
        "emit-plan"},
+      {sel::kEnclosedBy, kTest, K::String, "select-affected", "emit-plan"},
+      {sel::kEvidenceTests, kTest, K::Int, "select-affected", "users"},
 
       {dif::kCategory, kFile, K::String, "mark-changed", "emit-plan"},
       {dif::kDecision, kFile, K::String, "mark-changed", "select-affected"},
@@ -105,6 +120,15 @@ void registerDeclaredAttributes() {
        "select-affected"},
       {dif::kChangeSource, kModule, K::String, "mark-changed", "users"},
       {dif::kGitCommands, kModule, K::StringList, "mark-changed", "users"},
+      {dif::kModuleLevel, kChange, K::String, "mark-changed",
+       "select-affected"},
+      {dif::kDefines, kChange, K::StringList, "mark-changed",
+       "select-affected"},
+      {dif::kEffectStatement, kChange, K::String, "mark-changed",
+       "select-affected"},
+      {dif::kRegisteredBy, kChange, K::StringList, "mark-changed",
+       "select-affected"},
+      {dif::kReaders, kFile, K::Any, "mark-changed", "select-affected"},
 
       {wl::kCommand, kTest, K::String, "load-manifest",
        "lower-workload, emit-plan"},
@@ -133,6 +157,32 @@ void registerDeclaredAttributes() {
       {wl::kGoldenSteps, kTest, K::Int, "lower-workload", "emit-plan"},
       {wl::kGoldenInvalidated, kTest, K::Bool, "lower-workload", "users"},
       {wl::kOriginalSeconds, kTest, K::Number, "lower-workload", "emit-plan"},
+
+      {wl::kTestType, kTest, K::String, "load-manifest", "lower-workload"},
+      {wl::kMode, kTest, K::String, "load-manifest", "lower-workload"},
+      {wl::kMetrics, kTest, K::Any, "load-manifest", "lower-workload"},
+      {wl::kGoldens, kTest, K::Any, "load-manifest", "lower-workload"},
+      {wl::kGoldenLastStep, kTest, K::Dict, "load-manifest", "lower-workload"},
+      {wl::kNodes, kTest, K::Int, "load-manifest", "users"},
+      {wl::kRecipes, kTest, K::Any, "load-manifest", "users"},
+      {wl::kRunVariants, kTest, K::Any, "load-manifest", "lower-workload"},
+      {wl::kManifest, kTest, K::String, "load-manifest", "lower-workload"},
+      {wl::kGoldenMetrics, kTest, K::Any, "lower-workload", "users"},
+      {wl::kUnknownFlags, kTest, K::Any, "lower-workload", "users"},
+
+      {py::kRoot, kModule, K::String, "parse-python",
+       "merge-evidence, mark-changed"},
+      {py::kParseError, kEntity, K::Bool, "parse-python", "select-affected"},
+      {py::kEnclosing, kTest, K::Bool, "parse-python",
+       "select-affected, emit-plan"},
+      {py::kEnclosingReason, kTest, K::String, "parse-python", "emit-plan"},
+      {py::kNames, kEntity, K::StringList, "parse-python", "select-affected"},
+      {py::kParametrized, kTest, K::Bool, "parse-python", "users"},
+      {py::kInheritedUnknown, kTest, K::Bool, "parse-python", "users"},
+      {py::kDecorators, kEntity, K::StringList, "parse-python", "mark-changed"},
+      {py::kAsync, kEntity, K::Bool, "parse-python", "users"},
+      {py::kLambda, kEntity, K::Bool, "parse-python", "users"},
+      {py::kFixture, kEntity, K::Bool, "parse-python", "users"},
 
       {hist::kCostSource, kTest, K::String, "load-history", "emit-plan"},
       {hist::kCostRuns, kTest, K::Int, "load-history", "users"},

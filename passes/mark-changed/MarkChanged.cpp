@@ -18,6 +18,7 @@
 #include "fastci/Pass/Pass.h"
 #include "fastci/Pass/PassRegistry.h"
 #include "fastci/Python/Analyzer.h"
+#include "fastci/Python/PythonAttrs.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -189,7 +190,8 @@ LogicalResult MarkChangedPass::readPatch(Patch &patch,
 std::string MarkChangedPass::getRoot() {
   std::string root = rootDir.getValue();
   if (root.empty())
-    if (const Attribute *attr = getModule().getAttrs().lookup("root"))
+    if (const Attribute *attr =
+            getModule().getAttrs().lookup(python::attr::kRoot))
       root = attr->asString().value_or("").str();
   return root;
 }
@@ -253,7 +255,8 @@ MarkChangedPass::buildOldModule(const Patch &patch, GitRunner *git,
                                    entity.range, entity.hash);
       if (!entity.decorators.empty()) {
         old->getEntity(id).attrs.set(
-            "decorators", Attribute::getStringList(entity.decorators));
+            python::attr::kDecorators,
+            Attribute::getStringList(entity.decorators));
         // With the text at hand, place decorators spanning several lines.
         if (std::optional<uint32_t> line = findDecoratorStart(
                 *text, entity.range.startLine, entity.decorators.size()))

@@ -14,8 +14,8 @@
 #define FASTCI_SELECT_SELECTOR_H
 
 #include "fastci/Evidence/EvidenceGraph.h"
-#include "fastci/Select/SelectAttrs.h"
 #include "fastci/IR/Module.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Support/Diagnostics.h"
 #include "fastci/Support/LogicalResult.h"
 #include <array>
@@ -32,6 +32,9 @@ enum class SelectionRule : uint8_t {
   PolicyAll,
   /// The test itself is new or edited.
   ChangedTest,
+  /// The test, or changed code it may run, is in a file whose parse found
+  /// syntax errors, so its entities may be incomplete.
+  ParseError,
   /// The test has no evidence.
   MissingEvidence,
   /// Code the test ran has changed since its evidence was recorded.
@@ -41,6 +44,14 @@ enum class SelectionRule : uint8_t {
   UnverifiedEvidence,
   /// The policy routed a changed non-Python file to the test.
   ReferencedFile,
+  /// The test's evidence read a changed non-Python file.
+  ReadsFile,
+  /// Changed code runs while a module the test's processes import is being
+  /// imported (a module-level effect, or a function a module body calls).
+  ImportTime,
+  /// The test runs code that reads a name a changed module-level
+  /// definition binds.
+  ModuleName,
   /// The test sampled a caller that statically calls changed code which no
   /// sample shows (too short for the sampling rate).
   SampledCaller,
