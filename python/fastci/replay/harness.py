@@ -125,6 +125,11 @@ class Suite:
                     os.killpg(proc.pid, 9)
                     proc.wait()
                     status = None
+                except BaseException:
+                    # Interrupted: the suite (its own session) goes with us.
+                    os.killpg(proc.pid, 9)
+                    proc.wait()
+                    raise
             seconds = time.monotonic() - began
             if status is None:
                 return None, [], {}, None, seconds
@@ -261,8 +266,8 @@ class Replay:
         directory holding the previous nights too (the team's one folder)."""
         out = os.path.join(self.state, "evidence-%03d" % index)
         shutil.rmtree(out, ignore_errors=True)
-        if previous_dir and os.path.isdir(previous_dir):
-            shutil.copytree(previous_dir, out)
+        if previous_dir and os.path.isdir(os.path.join(self.state, previous_dir)):
+            shutil.copytree(os.path.join(self.state, previous_dir), out)
         argv = self.fastci_command("collect", "--out", out, "--repo", self.repo, "--keep-going",
                                    *(["--nights", str(self.args.nights)] if self.args.nights else []),
                                    "--", *self.command)
@@ -273,12 +278,12 @@ class Replay:
         if status != 0:
             raise ReplayError("fastci collect failed at %s (exit %d); see %s" % (
                 self.shas[index][:12], status, log.name))
-        return out, time.monotonic() - began
+        return os.path.basename(out), time.monotonic() - began
 
     def plan(self, index, evidence):
         plan_path = os.path.join(self.state, "plan-%03d.json" % index)
         argv = self.fastci_command("plan", "--repo", self.repo, "--base", self.shas[index - 1],
-                                   "--head", self.shas[index], "--evidence", evidence,
+                                   "--head", self.shas[index], "--evidence", os.path.join(self.state, evidence),
                                    "-o", plan_path, *self.args.plan_arg)
         began = time.monotonic()
         with open(os.path.join(self.suite.logs, "%03d-plan.log" % index), "w") as log:
@@ -472,7 +477,7 @@ class Replay:
 
     def _run(self, shas):
         args = self.args
-        done = sorted(int(n[4:7]) for n in os.listdir(self.state)
+        done = sorted(int(n[5:8]) for n in os.listdir(self.state)
                       if n.startswith("ckpt-") and n.endswith(".json"))
         started = time.monotonic()
         if done:
@@ -525,7 +530,7 @@ class Replay:
         for name in os.listdir(self.state):
             if name.startswith("ckpt-") and name != "ckpt-%03d.json" % index:
                 os.remove(os.path.join(self.state, name))
-            elif (name.startswith("evidence-") and name != os.path.basename(refresh["evidence"])):
+            elif name.startswith("evidence-") and name != refresh["evidence"]:
                 shutil.rmtree(os.path.join(self.state, name), ignore_errors=True)
         return ckpt
 
