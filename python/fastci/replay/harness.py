@@ -246,12 +246,10 @@ class Replay:
     def config(self, shas):
         return {"schema": STATE_SCHEMA, "repo": self.repo, "commits": shas,
                 "command": self.command, "refresh_every": self.args.refresh_every,
-                "mutants": self.args.mutants, "env": sorted(self.args.env)}
+                "mutants": self.args.mutants, "env": sorted(self.args.env),
+                "truth": self.args.truth and os.path.abspath(self.args.truth)}
 
     # -- FastCI --------------------------------------------------------------
-
-    def fastci_command(self, *args):
-        return [sys.executable, "-m", "fastci.cli", *args]
 
     def fastci_env(self):
         env = dict(os.environ)
@@ -261,6 +259,20 @@ class Replay:
         env["FASTCI_OPT"] = self.fastci_opt
         return env
 
+    def fastci(self, index, subcommand, *args):
+        """Runs `fastci SUBCOMMAND ARGS` in the checkout, logged; returns its
+        wall time. Failing is a replay error naming the log."""
+        argv = [sys.executable, "-m", "fastci.cli", subcommand, *args]
+        began = time.monotonic()
+        log_path = os.path.join(self.suite.logs, "%03d-%s.log" % (index, subcommand))
+        with open(log_path, "w") as log:
+            status = subprocess.call(argv, cwd=self.repo, env=self.fastci_env(), stdout=log,
+                                     stderr=subprocess.STDOUT)
+        if status != 0:
+            raise ReplayError("fastci %s failed at %s (exit %d); see %s" % (
+                subcommand, self.shas[index][:12], status, log_path))
+        return time.monotonic() - began
+
     def collect(self, index, previous_dir):
         """`fastci collect` at the checked-out commit into a new evidence
         directory holding the previous nights too (the team's one folder)."""
@@ -268,35 +280,50 @@ class Replay:
         shutil.rmtree(out, ignore_errors=True)
         if previous_dir and os.path.isdir(os.path.join(self.state, previous_dir)):
             shutil.copytree(os.path.join(self.state, previous_dir), out)
-        argv = self.fastci_command("collect", "--out", out, "--repo", self.repo, "--keep-going",
-                                   *(["--nights", str(self.args.nights)] if self.args.nights else []),
-                                   "--", *self.command)
-        began = time.monotonic()
-        with open(os.path.join(self.suite.logs, "%03d-collect.log" % index), "w") as log:
-            status = subprocess.call(argv, cwd=self.repo, env=self.fastci_env(), stdout=log,
-                                     stderr=subprocess.STDOUT)
-        if status != 0:
-            raise ReplayError("fastci collect failed at %s (exit %d); see %s" % (
-                self.shas[index][:12], status, log.name))
-        return os.path.basename(out), time.monotonic() - began
+        seconds = self.fastci(index, "collect", "--out", out, "--repo", self.repo, "--keep-going",
+                              *(["--nights", str(self.args.nights)] if self.args.nights else []),
+                              "--", *self.command)
+        return os.path.basename(out), seconds
 
     def plan(self, index, evidence):
         plan_path = os.path.join(self.state, "plan-%03d.json" % index)
-        argv = self.fastci_command("plan", "--repo", self.repo, "--base", self.shas[index - 1],
-                                   "--head", self.shas[index], "--evidence", os.path.join(self.state, evidence),
-                                   "-o", plan_path, *self.args.plan_arg)
-        began = time.monotonic()
-        with open(os.path.join(self.suite.logs, "%03d-plan.log" % index), "w") as log:
-            status = subprocess.call(argv, cwd=self.repo, env=self.fastci_env(), stdout=log,
-                                     stderr=subprocess.STDOUT)
-        if status != 0:
-            raise ReplayError("fastci plan failed at %s (exit %d); see %s" % (
-                self.shas[index][:12], status, log.name))
+        seconds = self.fastci(index, "plan", "--repo", self.repo, "--base", self.shas[index - 1],
+                              "--head", self.shas[index], "--evidence",
+                              os.path.join(self.state, evidence), "-o", plan_path,
+                              *self.args.plan_arg)
         plan = read_json(plan_path)
         os.remove(plan_path)
-        return plan, time.monotonic() - began
+        return plan, seconds
 
     # -- one commit ----------------------------------------------------------
+
+    def fastci_selection(self, index, refresh, collected, affected):
+        """FastCI's plan for commit `index` (checked out) with the evidence of
+        `refresh`, mapped onto the collected ids, with its reasons."""
+        plan, seconds = self.plan(index, refresh["evidence"])
+        plan_names = [t["name"] for t in plan.get("tests", [])]
+        selected, unknown = strategies.expand(plan_names, collected)
+        why = {t["name"]: "%s: %s" % (t.get("rule", ""), t.get("reason", ""))
+               for t in plan.get("tests", [])}
+        skipped_why = {e.get("name"): "%s: %s" % (e.get("rule", ""), e.get("reason", ""))
+                       for e in plan.get("skipped", [])}
+        skipped_why.update({e.get("name"): "pruned by %s" % ", ".join(e.get("pruned_by", []))
+                            for e in plan.get("pruned", [])})
+        # What each planned name cost and why it ran (FastCI's diagnosis).
+        reason_cost = {}
+        for name in plan_names:
+            items, _ = strategies.expand([name], collected)
+            entry = reason_cost.setdefault(why.get(name, ""), [0, 0.0])
+            entry[0] += len(items)
+            entry[1] += sum(self.durations.get(t, 0.0) for t in items)
+        return {
+            "selected": sorted(selected), "fastci_unknown": unknown,
+            "fastci_reasons": reason_cost, "evidence_from": refresh["index"],
+            "fastci_skipped_why": {t: skipped_why.get(t) or skipped_why.get(t.split("[", 1)[0])
+                                   or skipped_why.get(strategies.test_file(t)) or "not planned"
+                                   for t in affected if t not in selected},
+            "plan_seconds": seconds,
+        }
 
     def run_mutant(self, index, number, path, mutated, covering):
         target = os.path.join(self.repo, path)
@@ -398,47 +425,25 @@ class Replay:
         timings["mutants"] = mutant_seconds
 
         # Strategies.
-        plan, timings["plan"] = self.plan(index, refresh["evidence"])
-        plan_names = [t["name"] for t in plan.get("tests", [])]
-        fastci_sel, unknown = strategies.expand(plan_names, collected)
-        why = {}
-        for entry in plan.get("tests", []):
-            why[entry["name"]] = "%s: %s" % (entry.get("rule", ""), entry.get("reason", ""))
-        skipped_why = {e.get("name"): "%s: %s" % (e.get("rule", ""), e.get("reason", ""))
-                       for e in plan.get("skipped", [])}
-        skipped_why.update({e.get("name"): "pruned by %s" % ", ".join(e.get("pruned_by", []))
-                            for e in plan.get("pruned", [])})
+        fastci_fields = self.fastci_selection(index, refresh, collected, affected)
+        timings["plan"] = fastci_fields.pop("plan_seconds")
         selections = {
-            "run-all": set(collected),
-            "fastci": fastci_sel,
-            "file-runtime": strategies.file_runtime(
-                {t: set(f) for t, f in refresh["files"].items()}, collected, changed),
-            "import-graph": strategies.import_graph(self.repo, collected, changed),
-            "oracle": set(affected),
+            "run-all": sorted(collected),
+            "file-runtime": sorted(strategies.file_runtime(
+                {t: set(f) for t, f in refresh["files"].items()}, collected, changed)),
+            "import-graph": sorted(strategies.import_graph(self.repo, collected, changed)),
+            "oracle": affected,
         }
-        # What each planned name cost and why it ran (FastCI's diagnosis).
-        reason_cost = {}
-        for name in plan_names:
-            items, _ = strategies.expand([name], collected)
-            reason = why.get(name, "")
-            entry = reason_cost.setdefault(reason, [0, 0.0])
-            entry[0] += len(items)
-            entry[1] += sum(self.durations.get(t, 0.0) for t in items)
         durations = {t: self.durations.get(t, 0.0) for t in collected}
         record = {
             "index": index, "sha": sha, "parent": parent,
             "subject": changes_mod.git(self.repo, "log", "-1", "--format=%s", sha).strip(),
             "changed": changed, "collected": len(collected), "rerun": sorted(ran),
             "affected": affected, "mutants": mutant_records, "validation": validation,
-            "durations": durations, "evidence_from": refresh["index"],
-            "selected": {name: sorted(sel) for name, sel in selections.items()},
-            "fastci_unknown": unknown,
-            "fastci_reasons": {k: v for k, v in sorted(reason_cost.items())},
-            "fastci_skipped_why": {t: skipped_why.get(t) or skipped_why.get(t.split("[", 1)[0])
-                                   or skipped_why.get(strategies.test_file(t)) or "not planned"
-                                   for t in affected if t not in fastci_sel},
-            "timings": timings,
+            "durations": durations, "selected": selections, "timings": timings,
         }
+        record["selected"]["fastci"] = fastci_fields.pop("selected")
+        record.update(fastci_fields)
         record["wall_seconds"] = time.monotonic() - began
         return record, new_cov
 
@@ -464,12 +469,21 @@ class Replay:
                                   "window, command or options differ); use a new --state" % args.state)
         else:
             write_json(config_path, config)
+        if args.truth:
+            truth_config, self.truth_records = load_records(os.path.abspath(args.truth))
+            if truth_config["commits"] != shas or truth_config["command"] != self.command:
+                raise ReplayError("--truth '%s' replayed another window or command" % args.truth)
+            if not self.truth_records:
+                raise ReplayError("--truth '%s' has no finished commit" % args.truth)
         self.suite = Suite(self.repo, self.command, self.state, args.timeout, self.extra_env)
         original = changes_mod.git(self.repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
         if original == "HEAD":
             original = changes_mod.git(self.repo, "rev-parse", "HEAD").strip()
         try:
-            self._run(shas)
+            if args.truth:
+                self._rescore(shas)
+            else:
+                self._run(shas)
         finally:
             subprocess.run(["git", "-C", self.repo, "-c", "advice.detachedHead=false",
                             "checkout", "-q", original], capture_output=True)
@@ -523,8 +537,53 @@ class Replay:
                                               record["wall_seconds"]))
         note("replay finished in %.0fs" % (time.monotonic() - started))
 
+    def _rescore(self, shas):
+        """FastCI only, on the ground truth and baselines of a finished
+        replay (--truth): they do not depend on FastCI, so a new FastCI
+        build is scored by re-collecting its evidence at the same commits and
+        re-planning each commit."""
+        args = self.args
+        done = sorted(int(n[5:8]) for n in os.listdir(self.state)
+                      if n.startswith("ckpt-") and n.endswith(".json"))
+        started = time.monotonic()
+        self.outcomes = {}
+        if done:
+            ckpt = read_json(os.path.join(self.state, "ckpt-%03d.json" % done[-1]))
+            note("resuming after commit %d of %d" % (done[-1], len(shas) - 1))
+        else:
+            self.checkout(shas[0])
+            self.durations = {}
+            note("base %s: fastci collect" % shas[0][:12])
+            evidence, seconds = self.collect(0, None)
+            ckpt = self.checkpoint(0, None, {"index": 0, "evidence": evidence, "files": {}},
+                                   {"collect": seconds})
+        refresh = ckpt["refresh"]
+        for truth in self.truth_records:
+            index = truth["index"]
+            if index <= ckpt["index"]:
+                continue
+            began = time.monotonic()
+            self.checkout(shas[index])
+            self.durations = truth["durations"]
+            fields = self.fastci_selection(index, refresh, list(truth["durations"]),
+                                           truth["affected"])
+            record = dict(truth, timings=dict(truth["timings"], plan=fields.pop("plan_seconds")))
+            record["selected"] = dict(truth["selected"], fastci=fields.pop("selected"))
+            record.update(fields)
+            record["rescored"] = True
+            write_json(os.path.join(self.state, "commit-%03d.json" % index), record)
+            timings = {}
+            if args.refresh_every and index % args.refresh_every == 0 and index < len(shas) - 1:
+                evidence, timings["collect"] = self.collect(index, refresh["evidence"])
+                refresh = {"index": index, "evidence": evidence, "files": {}}
+            ckpt = self.checkpoint(index, None, refresh, timings)
+            note("commit %d/%d %s: fastci %d tests, oracle %d (%.0fs)" % (
+                index, len(shas) - 1, truth["sha"][:10], len(record["selected"]["fastci"]),
+                len(truth["affected"]), time.monotonic() - began))
+        note("rescore finished in %.0fs" % (time.monotonic() - started))
+
     def checkpoint(self, index, coverage, refresh, timings):
-        ckpt = {"index": index, "coverage": coverage.to_json(), "durations": self.durations,
+        ckpt = {"index": index, "coverage": coverage and coverage.to_json(), "durations": self.durations,
                 "outcomes": self.outcomes, "refresh": refresh, "timings": timings}
         write_json(os.path.join(self.state, "ckpt-%03d.json" % index), ckpt)
         for name in os.listdir(self.state):
@@ -593,6 +652,9 @@ def format_table(config, records):
     lines = ["%s: %d of %d commits %s..%s (base %s)" % (
         os.path.basename(config["repo"]), len(records), len(shas) - 1, shas[1][:10], shas[-1][:10],
         shas[0][:10])]
+    if config.get("truth"):
+        lines.append("  fastci re-scored (collect + plan) on the ground truth and baselines of %s"
+                     % config["truth"])
     mutants_total = sum(len(r["mutants"]) for r in records)
     lines.append("  tests per commit %.0f (mean), affected %d, mutants %d (%d killable), "
                  "evidence refreshed every %s commits" % (
@@ -614,9 +676,28 @@ def format_table(config, records):
     return "\n".join(lines)
 
 
+def format_rule_summary(records):
+    """FastCI's cost over the window by selection rule: the share of the
+    window's total cost each rule's tests took, and on how many commits."""
+    total = sum(sum(r["durations"].values()) for r in records) or 1.0
+    rules = {}
+    for r in records:
+        for reason, (count, secs) in r["fastci_reasons"].items():
+            rule = reason.split(":", 1)[0] or "(no rule)"
+            entry = rules.setdefault(rule, [0.0, 0, set()])
+            entry[0] += secs
+            entry[1] += count
+            if count:
+                entry[2].add(r["index"])
+    out = ["  fastci cost by rule (share of the window's run-all cost, tests, commits):"]
+    for rule, (secs, count, commits) in sorted(rules.items(), key=lambda kv: -kv[1][0]):
+        out.append("    %-18s %6.1f %% %6d %4d" % (rule, 100 * secs / total, count, len(commits)))
+    return "\n".join(out)
+
+
 def format_diagnosis(records):
     """Per commit: FastCI's cost by rule/reason and every miss with why."""
-    out = []
+    out = [format_rule_summary(records)]
     for r in records:
         sel = set(r["selected"]["fastci"])
         d = r["durations"]
@@ -688,6 +769,9 @@ def add_arguments(parser):
     parser.add_argument("--plan-arg", action="append", default=[],
                         help="extra argument of fastci plan (repeatable)")
     parser.add_argument("--fastci-opt", help="fastci-opt to run")
+    parser.add_argument("--truth", metavar="STATE",
+                        help="score only FastCI (collect + plan at the same commits) on the "
+                             "ground truth and baselines of this finished replay")
     parser.add_argument("--report", nargs="+", metavar="STATE",
                         help="print the tables of finished replays and exit")
     parser.add_argument("--diagnose", action="store_true",

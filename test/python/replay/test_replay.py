@@ -121,6 +121,27 @@ def test_import_graph_misses_child_process_code(finished):
         assert figures[name]["cost"] <= figures["run-all"]["cost"] + 1e-9
 
 
+@needs_opt
+def test_rescore_fastci_on_finished_truth(finished, tmp_path):
+    repo, state, proc = finished
+    copy = str(tmp_path / "rescored")
+    again = replay(repo, copy, "--commits", "5", "--validate-every", "2", "--refresh-every", "3",
+                   "--truth", state)
+    assert again.returncode == 0, again.stderr
+    out = again.stdout.splitlines()
+    assert "re-scored" in out[1]
+    # Ground truth and baselines are the finished replay's, row for row.
+    old_rows = {line.split()[0]: line for line in proc.stdout.splitlines()[3:8]}
+    new_rows = {line.split()[0]: line for line in out[4:9]}
+    for name in ("run-all", "file-runtime", "import-graph", "oracle"):
+        assert new_rows[name] == old_rows[name]
+    r = records(copy)
+    assert sorted(r) == [1, 2, 3, 4, 5] and all(x["rescored"] for x in r.values())
+    # A truth of another window is refused.
+    other = replay(repo, str(tmp_path / "other"), "--commits", "4", "--truth", state)
+    assert other.returncode == 2 and "another window" in other.stderr
+
+
 STOPPER = """
 import os, subprocess
 def pytest_configure(config):
