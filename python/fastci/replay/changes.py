@@ -13,10 +13,12 @@ affected (docs/Evaluation.md, "Ground truth"):
   block holding code but no executable line, the nearest executable lines
   around it in the old file.
 
-Blocks of blank and comment-only lines target nothing: they cannot change
-behaviour. Neither does the `def`/`class` line of a definition added or
+Blocks of blank, comment-only and docstring lines target nothing: they
+cannot change behaviour. Neither does the `def`/`class` line of a definition added or
 deleted whole: executing it at import only binds a new name (its body
-lines, decorators and class-body statements stay targets). Files that do not compile (or are not Python) have no targets;
+lines, decorators and class-body statements stay targets). A change to a
+function's def line or signature targets *calls* of the function: tests
+whose trace entered it ('call' events), not every test that imported it. Files that do not compile (or are not Python) have no targets;
 the change still reaches the strategies.
 """
 
@@ -114,9 +116,38 @@ def executable_lines(source):
     return lines
 
 
+def _docstring_lines(source):
+    """Lines of module, class and function docstrings."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                lines.update(range(body[0].lineno, body[0].end_lineno + 1))
+    return lines
+
+
+def function_def_lines(source):
+    """The `def` lines of every function of `source` (empty if it does not
+    parse)."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    return {node.lineno for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
 def code_lines(source):
-    """Lines holding a token other than comments and whitespace (strings and
-    docstrings count as code)."""
+    """Lines holding a token other than comments and whitespace; docstrings
+    are documentation, not code."""
     lines = set()
     try:
         for tok in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -126,67 +157,118 @@ def code_lines(source):
             lines.update(range(tok.start[0], tok.end[0] + 1))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return None
-    return lines
+    return lines - _docstring_lines(source)
 
 
-def _definition_headers(source):
-    """(def/class line, first line, last line) of every definition: the
-    header of a definition added or deleted whole only binds a name at
-    import, so it is no target (its body lines and decorators are)."""
+class _Definition:
+    """A def or class statement: `call_line` is its code object's first line
+    (the first decorator's, else the def's), which a 'call' event reports
+    when the function is entered; `header` the def line through the end of
+    the signature; `first`..`last` its whole extent."""
+
+    def __init__(self, node):
+        import ast
+        self.is_function = not isinstance(node, ast.ClassDef)
+        self.def_line = node.lineno
+        self.call_line = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        end = node.lineno
+        if self.is_function:
+            a = node.args
+            parts = (a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] + a.defaults
+                     + a.kw_defaults + [node.returns])
+            end = max([end] + [p.end_lineno for p in parts if p is not None])
+        self.header = set(range(node.lineno, end + 1))
+        self.first, self.last = self.call_line, node.end_lineno
+
+
+def _definitions(source):
     import ast
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
-    return [(node.lineno, min([node.lineno] + [d.lineno for d in node.decorator_list]),
-             node.end_lineno)
-            for node in ast.walk(tree)
+    return [_Definition(node) for node in ast.walk(tree)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
 
 
 def _targets(blocks, source):
-    """Target lines of line blocks of one side of a diff (module doc)."""
+    """(plain targets, call targets) of line blocks of one side of a diff.
+
+    Plain targets are lines a test's coverage must hit. A change to a
+    function's def line or signature changes what calling it does, not what
+    executing the `def` at import does, so it targets the function's *call*
+    (its first line as reported by 'call' events), hit only by tests that
+    enter the function (module doc)."""
     if source is None:
-        return set()
+        return set(), set()
     executable = executable_lines(source)
     code = code_lines(source)
     if executable is None or code is None:
-        return set()
+        return set(), set()
     ordered = sorted(executable)
-    headers = _definition_headers(source)
-    targets = set()
+    definitions = _definitions(source)
+    signature_of = {}
+    for d in definitions:
+        if d.is_function:
+            for line in d.header:
+                signature_of[line] = d
+    plain, calls = set(), set()
+
+    def route(line):
+        if line in signature_of:
+            calls.add(signature_of[line].call_line)
+        else:
+            plain.add(line)
+
     for first, last in blocks:
         block = set(range(first, last + 1))
-        hit = (block & executable) - {line for line, begin, end in headers
-                                      if first <= begin and end <= last}
+        whole = [d for d in definitions if first <= d.first and d.last <= last]
+        # The def/class line of a definition added or deleted whole only binds
+        # a new name; its body, decorators and class-body statements count.
+        binding = {d.def_line for d in whole}
+        inner = [d for d in definitions if d not in whole and d.is_function]
+        rest = set(block)
+        for d in inner:
+            if block & d.header:
+                calls.add(d.call_line)
+                rest -= d.header
+        hit = (rest & executable) - binding
         if hit:
-            targets |= hit
-        elif block & code:
+            plain.update(hit)
+        elif rest & code - binding and not (rest & executable):
             before = [line for line in ordered if line < first]
             after = [line for line in ordered if line > last]
-            targets.update(([before[-1]] if before else []) + ([after[0]] if after else []))
-    return targets
+            for line in ([before[-1]] if before else []) + ([after[0]] if after else []):
+                route(line)
+    return plain, calls
 
 
 class Targets:
-    """Per file: old-file target lines (deletions) and new-file ones (additions)."""
+    """Per file: old-file targets (deletions) and new-file ones (additions),
+    plain lines and function calls (see _targets)."""
 
     def __init__(self, repo, old, new, changes):
-        self.old = {}  # old path -> set(lines)
-        self.new = {}  # new path -> set(lines)
+        self.old, self.old_calls = {}, {}  # old path -> set(lines)
+        self.new, self.new_calls = {}, {}  # new path -> set(lines)
         for change in changes:
             if change.old_path and change.old_path.endswith(".py") and change.deleted:
-                self.old[change.old_path] = _targets(change.deleted, show(repo, old, change.old_path))
+                self.old[change.old_path], self.old_calls[change.old_path] = _targets(
+                    change.deleted, show(repo, old, change.old_path))
             if change.new_path and change.new_path.endswith(".py") and change.added:
-                self.new[change.new_path] = _targets(change.added, show(repo, new, change.new_path))
+                self.new[change.new_path], self.new_calls[change.new_path] = _targets(
+                    change.added, show(repo, new, change.new_path))
 
-    def affected(self, old_cover, new_cover):
-        """Whether coverage at the parent (`old_cover`, {path: lines}) hits a
-        deletion target or coverage at the commit hits an addition target."""
-        for path, lines in self.old.items():
-            if lines and old_cover and not lines.isdisjoint(old_cover.get(path, ())):
-                return True
-        for path, lines in self.new.items():
-            if lines and new_cover and not lines.isdisjoint(new_cover.get(path, ())):
-                return True
-        return False
+    def hits(self, old_cover, old_calls, new_cover, new_calls):
+        """The targets a test hits: "-path:line" for deletion targets at the
+        parent (`old_cover`, {path: lines}; `old_calls`, the lines of its
+        'call' events), "+path:line" for addition targets at the commit, with
+        "(call)" for call targets. Non-empty: the test is affected."""
+        found = []
+        for sign, targets, cover, suffix in (
+                ("-", self.old, old_cover, ""), ("-", self.old_calls, old_calls, "(call)"),
+                ("+", self.new, new_cover, ""), ("+", self.new_calls, new_calls, "(call)")):
+            for path, lines in sorted(targets.items()):
+                if lines and cover:
+                    found.extend("%s%s:%d%s" % (sign, path, line, suffix)
+                                 for line in sorted(lines.intersection(cover.get(path, ()))))
+        return found

@@ -90,7 +90,8 @@ class Suite:
     def run(self, label, run_ids=None, known_ids=None, trace=False, timeout=None):
         """Runs the suite (or the `run_ids`, plus tests not in `known_ids`).
         Returns (exit status, collected ids, {id: (outcome, seconds)},
-        {test: {path: set(lines)}} or None, seconds)."""
+        traced lines and call lines ({test: {path: set(lines)}} each) or None,
+        seconds)."""
         scratch = tempfile.mkdtemp(prefix="run-", dir=self.state)
         try:
             env = dict(os.environ)
@@ -138,8 +139,11 @@ class Suite:
                                   "see %s" % (status, log_path))
             data = read_json(results_path)
             results = {k: (v[0], float(v[1])) for k, v in data["results"].items()}
-            lines = linetrace.read_line_traces(trace_dir) if trace else None
-            return status, data["collected"], results, lines, seconds
+            traced = None
+            if trace:
+                calls = {}
+                traced = (linetrace.read_line_traces(trace_dir, calls), calls)
+            return status, data["collected"], results, traced, seconds
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -157,12 +161,14 @@ def _decode(files):
 
 
 class Coverage:
-    """Per-test coverage of every process (`own`) and the import-time lines
-    of the main process (`imports`, the `<import>` pseudo test)."""
+    """Per-test coverage of every process (`own`), the lines of the 'call'
+    events among it (`calls`), and the import-time lines of the main process
+    (`imports`, the `<import>` pseudo test)."""
 
-    def __init__(self, own=None, imports=None):
+    def __init__(self, own=None, imports=None, calls=None):
         self.own = own or {}
         self.imports = imports or {}
+        self.calls = calls or {}
 
     def of(self, test):
         """A test's coverage: its own lines plus the import-time lines of every
@@ -176,22 +182,33 @@ class Coverage:
                 merged[path] |= self.imports[path]
         return merged
 
-    def update(self, traced, rerun, collected):
+    def hits(self, targets, test, parent):
+        """`targets.hits` for `test`, this coverage at the commit, `parent`'s
+        at its parent."""
+        return targets.hits(parent.of(test), parent.calls.get(test), self.of(test),
+                            self.calls.get(test))
+
+    def update(self, traced, calls, rerun, collected):
         """Folds a (partial) traced run in: rerun tests take their new lines,
         tests no longer collected are dropped, import lines are replaced."""
         imports = traced.pop(linetrace.IMPORT_TEST_ID, {})
+        calls.pop(linetrace.IMPORT_TEST_ID, None)
         own = {t: v for t, v in self.own.items() if t in collected and t not in rerun}
+        entered = {t: v for t, v in self.calls.items() if t in own}
         for test in rerun:
             if test in collected:
                 own[test] = traced.get(test, {})
-        return Coverage(own, imports)
+                entered[test] = calls.get(test, {})
+        return Coverage(own, imports, entered)
 
     def to_json(self):
-        return {"own": {t: _encode(f) for t, f in self.own.items()}, "imports": _encode(self.imports)}
+        return {"own": {t: _encode(f) for t, f in self.own.items()}, "imports": _encode(self.imports),
+                "calls": {t: _encode(f) for t, f in self.calls.items()}}
 
     @staticmethod
     def from_json(data):
-        return Coverage({t: _decode(f) for t, f in data["own"].items()}, _decode(data["imports"]))
+        return Coverage({t: _decode(f) for t, f in data["own"].items()}, _decode(data["imports"]),
+                        {t: _decode(f) for t, f in data.get("calls", {}).items()})
 
 
 # ---------------------------------------------------------------------------
@@ -266,8 +283,14 @@ class Replay:
         began = time.monotonic()
         log_path = os.path.join(self.suite.logs, "%03d-%s.log" % (index, subcommand))
         with open(log_path, "w") as log:
-            status = subprocess.call(argv, cwd=self.repo, env=self.fastci_env(), stdout=log,
-                                     stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(argv, cwd=self.repo, env=self.fastci_env(), stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                status = proc.wait()
+            except BaseException:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                raise
         if status != 0:
             raise ReplayError("fastci %s failed at %s (exit %d); see %s" % (
                 subcommand, self.shas[index][:12], status, log_path))
@@ -367,18 +390,18 @@ class Replay:
             raise ReplayError("the traced run of %s timed out" % sha[:12])
         timings["truth"] = seconds
         ran = set(results)
-        new_cov = coverage.update(traced, ran, set(collected))
+        new_cov = coverage.update(*traced, ran, set(collected))
         validation = None
         if args.validate_every and index % args.validate_every == 0:
             vstatus, vcollected, vresults, vtraced, vseconds = self.suite.run(
                 "%03d-validate" % index, trace=True)
             timings["validate"] = vseconds
-            full = Coverage().update(vtraced, set(vresults), set(vcollected))
+            full = Coverage().update(*vtraced, set(vresults), set(vcollected))
             differing = sorted(t for t in vcollected
                                if (full.of(t) or {}) != (new_cov.of(t) or {}))
             verdict = sorted(t for t in vcollected
-                             if targets.affected(coverage.of(t), full.of(t))
-                             != targets.affected(coverage.of(t), new_cov.of(t)))
+                             if bool(full.hits(targets, t, coverage))
+                             != bool(new_cov.hits(targets, t, coverage)))
             validation = {"tests": len(vcollected), "coverage_differs": differing,
                           "affected_differs": verdict}
             # Go on from the full run's coverage.
@@ -387,7 +410,8 @@ class Replay:
             self.outcomes[test] = outcome
             self.durations[test] = secs
         self.collected_all = set(collected)
-        affected = sorted(t for t in collected if targets.affected(coverage.of(t), new_cov.of(t)))
+        hits = {t: new_cov.hits(targets, t, coverage) for t in collected}
+        affected = sorted(t for t, found in hits.items() if found)
 
         # Mutants in added lines a passing test executes.
         passing = {t for t in collected if self.outcomes.get(t) == "pass"}
@@ -441,6 +465,8 @@ class Replay:
             "changed": changed, "collected": len(collected), "rerun": sorted(ran),
             "affected": affected, "mutants": mutant_records, "validation": validation,
             "durations": durations, "selected": selections, "timings": timings,
+            # The targets each affected test hit (first five), for diagnosing misses.
+            "hits": {t: hits[t][:5] for t in affected},
         }
         record["selected"]["fastci"] = fastci_fields.pop("selected")
         record.update(fastci_fields)
@@ -506,7 +532,7 @@ class Replay:
             if not collected:
                 raise ReplayError("the test command collected no tests at %s; see %s"
                                   % (shas[0][:12], os.path.join(self.suite.logs, "000-truth.log")))
-            coverage = Coverage().update(traced, set(results), set(collected))
+            coverage = Coverage().update(*traced, set(results), set(collected))
             self.durations = {t: r[1] for t, r in results.items()}
             self.outcomes = {t: r[0] for t, r in results.items()}
             self.collected_all = set(collected)
@@ -712,7 +738,8 @@ def format_diagnosis(records):
         for reason, (count, secs) in sorted(r["fastci_reasons"].items(), key=lambda kv: -kv[1][1]):
             out.append("    %5.1f %% %4d tests  %s" % (100 * secs / total, count, reason))
         for test, why in sorted(r["fastci_skipped_why"].items()):
-            out.append("  MISSED affected %s (%s)" % (test, why))
+            out.append("  MISSED affected %s (%s)%s" % (
+                test, why, " hits %s" % ", ".join(r["hits"][test]) if r.get("hits") else ""))
         for m in r["mutants"]:
             if m["killers"] and not sel.intersection(m["killers"]):
                 out.append("  MISSED mutant %s:%d %s (killed by %s)" % (
@@ -795,7 +822,16 @@ def report(states, diagnose):
     return 0
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run_args(args):
+    # SIGTERM (and SIGINT, which shells ignore in background jobs) stop the
+    # replay the same way: the suite is killed, the checkout restored.
+    import signal
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         if args.report:
             return report(args.report, args.diagnose)

@@ -17,7 +17,8 @@ selects from. It is loaded two ways:
 
 Only files under `FASTCI_LINETRACE_ROOT` are traced; frames elsewhere (torch,
 the stdlib) get no local tracer, which keeps the overhead tolerable. Each
-process writes `<out>/<pid>-<n>.json`: [{"test": id, "files": {path: [lines]}}].
+process writes `<out>/<pid>-<n>.json`: [{"test": id, "files": {path: [lines]},
+"calls": {path: [first lines of the functions entered]}}].
 
 The plugin also serves runs without tracing (the replay's mutant runs):
 * `FASTCI_REPLAY_RUN` (a JSON file {"run": [ids], "known": [ids]}): only
@@ -53,6 +54,10 @@ class LineTracer:
         self.out_dir = out_dir
         self.test_id = IMPORT_TEST_ID
         self.lines = {}  # test id -> {relative path: set(lines)}
+        # test id -> {relative path: set(lines of 'call' events)}: the first
+        # line of every function entered, which tells calling a function
+        # apart from executing its `def` statement at import.
+        self.calls = {}
         self._wanted = {}  # code filename -> relative path or None
         self._serial = 0
 
@@ -72,6 +77,7 @@ class LineTracer:
         files = self.lines.setdefault(self.test_id, {})
         hits = files.setdefault(rel, set())
         hits.add(frame.f_lineno)
+        self.calls.setdefault(self.test_id, {}).setdefault(rel, set()).add(frame.f_lineno)
 
         def local(frame, event, arg):
             if event == "line":
@@ -94,12 +100,14 @@ class LineTracer:
         os.makedirs(self.out_dir, exist_ok=True)
         self._serial += 1
         path = os.path.join(self.out_dir, "%d-%d.json" % (os.getpid(), self._serial))
-        records = [{"test": test, "files": {f: sorted(l) for f, l in files.items()}}
+        records = [{"test": test, "files": {f: sorted(l) for f, l in files.items()},
+                    "calls": {f: sorted(l) for f, l in self.calls.get(test, {}).items()}}
                    for test, files in self.lines.items()]
         with open(path + ".tmp", "w") as f:
             json.dump(records, f)
         os.replace(path + ".tmp", path)
         self.lines = {}
+        self.calls = {}
 
     def after_fork_in_child(self):
         """A forked child (multiprocessing, DataLoader workers) keeps tracing
@@ -107,6 +115,7 @@ class LineTracer:
         children leave through os._exit, which skips atexit, but runs
         multiprocessing's exit finalizers."""
         self.lines = {}
+        self.calls = {}
         self._serial = 0
         try:
             from multiprocessing import util
@@ -139,8 +148,9 @@ def start_child_from_env():
     _install(tracer)
 
 
-def read_line_traces(out_dir):
-    """Merges a trace directory into {test id: {path: set(lines)}}."""
+def read_line_traces(out_dir, calls=None):
+    """Merges a trace directory into {test id: {path: set(lines)}}; the
+    lines of 'call' events go to `calls` (same shape) when given."""
     merged = {}
     for name in sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []:
         if not name.endswith(".json"):
@@ -154,6 +164,10 @@ def read_line_traces(out_dir):
             files = merged.setdefault(record["test"], {})
             for path, lines in record["files"].items():
                 files.setdefault(path, set()).update(lines)
+            if calls is not None:
+                entered = calls.setdefault(record["test"], {})
+                for path, lines in record.get("calls", {}).items():
+                    entered.setdefault(path, set()).update(lines)
     return merged
 
 

@@ -224,16 +224,32 @@ def test_targets_of_additions_and_deletions():
     old = "def f(x):\n    # note\n    y = x\n    return y\n"
     new = "def f(x):\n    y = x\n    if y:\n        y += 1\n    return y\n"
     assert changes.executable_lines(new) == {1, 2, 3, 4, 5}
+    nothing = (set(), set())
     # Deleting a comment-only line targets nothing; deleting code targets it.
-    assert changes._targets([(2, 2)], old) == set()
-    assert changes._targets([(3, 3)], old) == {3}
-    assert changes._targets([(3, 4)], new) == {3, 4}
+    assert changes._targets([(2, 2)], old) == nothing
+    assert changes._targets([(3, 3)], old) == ({3}, set())
+    assert changes._targets([(3, 4)], new) == ({3, 4}, set())
     # A code line with no line-table entry (`else:`) targets its neighbours.
     branchy = "if a:\n    b()\nelse:\n    c()\n"
-    assert changes._targets([(3, 3)], branchy) == {2, 4}
+    assert changes._targets([(3, 3)], branchy) == ({2, 4}, set())
     # A wholly added function: its body is a target, its def line is not.
     added = "x = 1\n\n\ndef g():\n    return x\n"
-    assert changes._targets([(4, 5)], added) == {5}
+    assert changes._targets([(4, 5)], added) == ({5}, set())
+    # A docstring edit changes nothing.
+    documented = 'def g():\n    """Doc.\n\n    More.\n    """\n    return 1\n'
+    assert changes._targets([(3, 4)], documented) == nothing
+    # A signature change (def line or a continuation line) targets calls of
+    # the function: its first line, the decorator's when decorated.
+    decorated = "@deco\ndef g(a,\n      b=2):\n    return a\n"
+    assert changes._targets([(3, 3)], decorated) == (set(), {1})
+    assert changes._targets([(2, 2)], decorated) == (set(), {1})
+    assert changes._targets([(1, 1)], decorated) == ({1}, set())
+    t = changes.Targets.__new__(changes.Targets)
+    t.old, t.old_calls, t.new, t.new_calls = {}, {}, {"m.py": set()}, {"m.py": {1}}
+    # A test that only imported the module ran line 1 (the decorator) but
+    # entered nothing; a caller's 'call' event is on line 1.
+    assert t.hits(None, None, {"m.py": {1}}, {}) == []
+    assert t.hits(None, None, {"m.py": {1, 4}}, {"m.py": {1}}) == ["+m.py:1(call)"]
 
 
 def test_mutants_operators():
