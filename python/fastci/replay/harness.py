@@ -69,6 +69,18 @@ def read_json(path):
 # Running the suite
 # ---------------------------------------------------------------------------
 
+class RunResult:
+    """One suite run: `status` (None: timed out), `collected` (ids run or
+    deselected by the replay), `collectable` (every id before -k/-m/
+    --deselect), `results` {id: (outcome, seconds)}, `traced` ((lines,
+    calls), each {test: {path: set(lines)}}, or None), `seconds`."""
+
+    def __init__(self, status, collected=(), collectable=(), results=None, traced=None,
+                 seconds=0.0):
+        self.status, self.collected, self.collectable = status, list(collected), list(collectable)
+        self.results, self.traced, self.seconds = results or {}, traced, seconds
+
+
 class Suite:
     """The user's pytest command, run under the replay's plugin."""
 
@@ -88,10 +100,8 @@ class Suite:
         os.makedirs(self.logs, exist_ok=True)
 
     def run(self, label, run_ids=None, known_ids=None, trace=False, timeout=None):
-        """Runs the suite (or the `run_ids`, plus tests not in `known_ids`).
-        Returns (exit status, collected ids, {id: (outcome, seconds)},
-        traced lines and call lines ({test: {path: set(lines)}} each) or None,
-        seconds)."""
+        """Runs the suite (or the `run_ids`, plus tests not in `known_ids`):
+        a RunResult."""
         scratch = tempfile.mkdtemp(prefix="run-", dir=self.state)
         try:
             env = dict(os.environ)
@@ -133,7 +143,7 @@ class Suite:
                     raise
             seconds = time.monotonic() - began
             if status is None:
-                return None, [], {}, None, seconds
+                return RunResult(None, seconds=seconds)
             if not os.path.exists(results_path):
                 raise ReplayError("the test command did not run pytest to its end (exit %d); "
                                   "see %s" % (status, log_path))
@@ -143,7 +153,8 @@ class Suite:
             if trace:
                 calls = {}
                 traced = (linetrace.read_line_traces(trace_dir, calls), calls)
-            return status, data["collected"], results, traced, seconds
+            return RunResult(status, data["collected"], data.get("collectable", data["collected"]),
+                             results, traced, seconds)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -320,27 +331,39 @@ class Replay:
 
     # -- one commit ----------------------------------------------------------
 
-    def fastci_selection(self, index, refresh, collected, affected):
+    def fastci_selection(self, index, refresh, collected, collectable, affected):
         """FastCI's plan for commit `index` (checked out) with the evidence of
-        `refresh`, mapped onto the collected ids, with its reasons."""
+        `refresh`, mapped onto the collected ids, with its reasons. Plan
+        names outside the suite (files it does not collect, ids its -k/-m/
+        --deselect leave out) are *out of scope*; a name in a file the suite
+        collects that matches no collectable id is *not collectable*."""
         plan, seconds = self.plan(index, refresh["evidence"])
         plan_names = [t["name"] for t in plan.get("tests", [])]
         selected, unknown = strategies.expand(plan_names, collected)
+        suite_files = {strategies.test_file(t) for t in collectable}
+        _, unmatched = strategies.expand(unknown, collectable)
+        uncollectable = [n for n in unmatched if strategies.test_file(n) in suite_files]
+        out_of_scope = [n for n in unknown if n not in set(uncollectable)]
         why = {t["name"]: "%s: %s" % (t.get("rule", ""), t.get("reason", ""))
                for t in plan.get("tests", [])}
         skipped_why = {e.get("name"): "%s: %s" % (e.get("rule", ""), e.get("reason", ""))
                        for e in plan.get("skipped", [])}
         skipped_why.update({e.get("name"): "pruned by %s" % ", ".join(e.get("pruned_by", []))
                             for e in plan.get("pruned", [])})
-        # What each planned name cost and why it ran (FastCI's diagnosis).
-        reason_cost = {}
+        # What each planned name cost and why it ran (FastCI's diagnosis);
+        # a test named twice (a class and its method) counts once, for the
+        # first name.
+        reason_cost, counted = {}, set()
         for name in plan_names:
             items, _ = strategies.expand([name], collected)
+            items -= counted
+            counted |= items
             entry = reason_cost.setdefault(why.get(name, ""), [0, 0.0])
             entry[0] += len(items)
             entry[1] += sum(self.durations.get(t, 0.0) for t in items)
         return {
-            "selected": sorted(selected), "fastci_unknown": unknown,
+            "selected": sorted(selected), "fastci_unknown": uncollectable,
+            "fastci_out_of_scope": len(out_of_scope),
             "fastci_reasons": reason_cost, "evidence_from": refresh["index"],
             "fastci_skipped_why": {t: skipped_why.get(t) or skipped_why.get(t.split("[", 1)[0])
                                    or skipped_why.get(strategies.test_file(t)) or "not planned"
@@ -357,9 +380,10 @@ class Replay:
         try:
             with open(target, "w", encoding="utf-8") as f:
                 f.write(mutated)
-            status, _, results, _, seconds = self.suite.run(
+            run = self.suite.run(
                 "%03d-mutant-%d" % (index, number), run_ids=covering, known_ids=self.collected_all,
                 timeout=budget)
+            status, results, seconds = run.status, run.results, run.seconds
         finally:
             with open(target, "w", encoding="utf-8") as f:
                 f.write(original)
@@ -384,8 +408,10 @@ class Replay:
         # Ground truth, incrementally: tests whose run could differ.
         rerun = {t for t, files in coverage.own.items()
                  if not changed_set.isdisjoint(files) or strategies.test_file(t) in changed_set}
-        status, collected, results, traced, seconds = self.suite.run(
-            "%03d-truth" % index, run_ids=rerun, known_ids=set(coverage.own), trace=True)
+        run = self.suite.run("%03d-truth" % index, run_ids=rerun, known_ids=set(coverage.own),
+                             trace=True)
+        status, collected, results, traced, seconds = (run.status, run.collected, run.results,
+                                                       run.traced, run.seconds)
         if status is None:
             raise ReplayError("the traced run of %s timed out" % sha[:12])
         timings["truth"] = seconds
@@ -393,8 +419,11 @@ class Replay:
         new_cov = coverage.update(*traced, ran, set(collected))
         validation = None
         if args.validate_every and index % args.validate_every == 0:
-            vstatus, vcollected, vresults, vtraced, vseconds = self.suite.run(
-                "%03d-validate" % index, trace=True)
+            vrun = self.suite.run("%03d-validate" % index, trace=True)
+            if vrun.status is None:
+                raise ReplayError("the validation run of %s timed out" % sha[:12])
+            vcollected, vresults, vtraced, vseconds = (vrun.collected, vrun.results, vrun.traced,
+                                                       vrun.seconds)
             timings["validate"] = vseconds
             full = Coverage().update(*vtraced, set(vresults), set(vcollected))
             differing = sorted(t for t in vcollected
@@ -449,7 +478,7 @@ class Replay:
         timings["mutants"] = mutant_seconds
 
         # Strategies.
-        fastci_fields = self.fastci_selection(index, refresh, collected, affected)
+        fastci_fields = self.fastci_selection(index, refresh, collected, run.collectable, affected)
         timings["plan"] = fastci_fields.pop("plan_seconds")
         selections = {
             "run-all": sorted(collected),
@@ -526,7 +555,9 @@ class Replay:
         else:
             note("base %s: full traced run" % shas[0][:12])
             self.checkout(shas[0])
-            status, collected, results, traced, seconds = self.suite.run("000-truth", trace=True)
+            run = self.suite.run("000-truth", trace=True)
+            status, collected, results, traced, seconds = (run.status, run.collected, run.results,
+                                                           run.traced, run.seconds)
             if status is None:
                 raise ReplayError("the traced base run timed out")
             if not collected:
@@ -591,7 +622,13 @@ class Replay:
             began = time.monotonic()
             self.checkout(shas[index])
             self.durations = truth["durations"]
-            fields = self.fastci_selection(index, refresh, list(truth["durations"]),
+            collected = list(truth["durations"])
+            # Collection only (every id is known and none is to run): the ids
+            # the plan may name at this commit.
+            ids = self.suite.run("%03d-collect-ids" % index, run_ids=set(), known_ids=set(collected))
+            if ids.status is None:
+                raise ReplayError("collecting the tests of %s timed out" % shas[index][:12])
+            fields = self.fastci_selection(index, refresh, collected, ids.collectable,
                                            truth["affected"])
             record = dict(truth, timings=dict(truth["timings"], plan=fields.pop("plan_seconds")))
             record["selected"] = dict(truth["selected"], fastci=fields.pop("selected"))
@@ -665,9 +702,11 @@ def score(records):
             if miss:
                 missed_commits.append(r["index"])
         unknown = sum(len(r["fastci_unknown"]) for r in records) if name == "fastci" else 0
+        out_of_scope = (sum(r.get("fastci_out_of_scope", 0) for r in records)
+                        if name == "fastci" else 0)
         figures[name] = {"cost": cost, "total": total, "affected": affected, "hit": hit,
                          "killable": killable, "caught": caught, "missed": missed_commits,
-                         "unknown": unknown}
+                         "unknown": unknown, "out_of_scope": out_of_scope}
     return figures
 
 
@@ -687,18 +726,18 @@ def format_table(config, records):
                      sum(r["collected"] for r in records) / max(1, len(records)),
                      figures["oracle"]["affected"], mutants_total, figures["oracle"]["killable"],
                      config.get("refresh_every") or "never"))
-    head = "  %-13s %10s %10s %16s %15s %16s %11s" % (
+    head = "  %-13s %10s %10s %16s %15s %16s %11s %12s" % (
         "strategy", "cost", "x oracle", "affected recall", "mutants caught", "commits w/ miss",
-        "ids uncoll.")
+        "ids uncoll.", "out of scope")
     lines.append(head)
     for name in STRATEGIES:
         f = figures[name]
         share = f["cost"] / f["total"] if f["total"] else 0.0
         ratio = ("%.2f" % (f["cost"] / oracle)) if oracle else "-"
         recall = ("%.1f %%" % (100.0 * f["hit"] / f["affected"])) if f["affected"] else "-"
-        lines.append("  %-13s %8.1f %% %10s %16s %15s %16s %11d" % (
+        lines.append("  %-13s %8.1f %% %10s %16s %15s %16s %11d %12d" % (
             name, 100 * share, ratio, recall, "%d/%d" % (f["caught"], f["killable"]),
-            "%d/%d" % (len(f["missed"]), len(records)), f["unknown"]))
+            "%d/%d" % (len(f["missed"]), len(records)), f["unknown"], f["out_of_scope"]))
     return "\n".join(lines)
 
 

@@ -27,7 +27,8 @@ The plugin also serves runs without tracing (the replay's mutant runs):
   is always complete;
 * `FASTCI_REPLAY_RESULTS` (a path): {"collected": [ids], "results": {id:
   [outcome, seconds]}} is written there at the end, outcome "pass", "fail"
-  or "skip" (a failing setup or teardown is "fail").
+  or "skip" (a failing setup or teardown is "fail"), and "collectable", every
+  id collected before `-k`/`-m`/`--deselect` deselected any.
 """
 
 import atexit
@@ -176,10 +177,12 @@ def read_line_traces(out_dir, calls=None):
 _tracer = None
 _results = {}  # node id -> [outcome, seconds]
 _collected = []
+_collectable = []
 
 
 def pytest_configure(config):
     global _tracer
+    config.pluginmanager.register(_Collectable(), "fastci-replay-collectable")
     out = os.environ.get(ENV_OUT)
     if not out:
         return
@@ -197,9 +200,20 @@ def pytest_configure(config):
 try:
     import pytest as _pytest
     _last = _pytest.hookimpl(trylast=True)
-except ImportError:  # imported outside pytest (children, utils/eval)
+    _first = _pytest.hookimpl(tryfirst=True)
+except ImportError:  # imported by children whose interpreter has no pytest
     def _last(function):
         return function
+    _first = _last
+
+
+class _Collectable:
+    """Records every id pytest collected, before `-k`, `-m` or `--deselect`
+    drop any: the ids a plan may name (registered by pytest_configure)."""
+
+    @_first
+    def pytest_collection_modifyitems(self, session, config, items):
+        _collectable[:] = [item.nodeid for item in items]
 
 
 @_last
@@ -254,5 +268,5 @@ def pytest_unconfigure(config):
     if path:
         results = {k: v[:2] for k, v in _results.items()}
         with open(path + ".tmp", "w") as f:
-            json.dump({"collected": _collected, "results": results}, f)
+            json.dump({"collected": _collected, "collectable": _collectable, "results": results}, f)
         os.replace(path + ".tmp", path)
