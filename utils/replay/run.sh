@@ -3,10 +3,14 @@
 # prints one table per repository (docs/Evaluation.md, "fastci replay").
 #
 #   utils/replay/run.sh [DIR] [STATE]      # defaults: build/replay, DIR/state
+#   TRUTH=OLDSTATE utils/replay/run.sh [DIR] [STATE]
 #
 # Both replays run side by side (nice'd); each is resumable: rerun the same
-# command after an interruption. FASTCI (default build/bin/fastci) and
-# FASTCI_OPT (default build/bin/fastci-opt) name the tools under test.
+# command after an interruption. FASTCI_OPT (default build/bin/fastci-opt)
+# names the fastci-opt under test. With TRUTH, only FastCI is re-scored
+# (collect + plan at the same commits) on the ground truth and baselines of
+# the finished replays in OLDSTATE (`fastci replay --truth`): what to run
+# after changing FastCI, in a fraction of the time.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -21,6 +25,7 @@ export PYTHONPATH="$ROOT/python:$ROOT/utils/replay${PYTHONPATH:+:$PYTHONPATH}"
 # on lines whose covering tests take at most 20 s.
 COMMON=(--commits 30 --refresh-every 10 --validate-every 10 --mutants 3 --mutant-budget 20
         --fastci-opt "$FASTCI_OPT")
+truth() { [ -n "${TRUTH:-}" ] && echo "--truth=$TRUTH/$1"; }
 
 # accelerate v0.16.0's last 30 merges. Tests needing transformers/datasets/
 # deepspeed/sagemaker are left out, as are the TPU config tests (string
@@ -29,7 +34,7 @@ COMMON=(--commits 30 --refresh-every 10 --validate-every 10 --mutants 3 --mutant
 run_accelerate() {
   PATH="$DIR/venv-accelerate/bin:$PATH" nice -n 10 /usr/bin/python3 -m fastci.cli replay \
     --repo "$DIR/accelerate" --head 36beea9a1be9251a3ad07f7c10fd425c96954f46 \
-    --state "$STATE/accelerate" "${COMMON[@]}" -- \
+    --state "$STATE/accelerate" "${COMMON[@]}" $(truth accelerate) -- \
     "$DIR/venv-accelerate/bin/python" -m pytest -q -p asyncio_compat -p no:cacheprovider \
     "--rootdir=$DIR/accelerate" tests --ignore tests/test_examples.py --ignore tests/deepspeed \
     --ignore tests/fsdp --ignore tests/test_big_modeling.py --ignore tests/test_sagemaker.py \
@@ -47,7 +52,7 @@ IGNITE_SLOW+=" and not test_run_check_triggered_events_on_iterator and not torch
 run_ignite() {
   PATH="$DIR/venv-ignite/bin:$PATH" nice -n 10 /usr/bin/python3 -m fastci.cli replay \
     --repo "$DIR/ignite" --head 50051eab5070b86811b184a5a943cb0fb8cea969 \
-    --state "$STATE/ignite" "${COMMON[@]}" -- \
+    --state "$STATE/ignite" "${COMMON[@]}" $(truth ignite) -- \
     "$DIR/venv-ignite/bin/python" -m pytest -q -p xdist_compat -p no:cacheprovider \
     "--rootdir=$DIR/ignite" tests/ignite/engine tests/ignite/base \
     tests/ignite/distributed/test_launcher.py tests/ignite/handlers \
