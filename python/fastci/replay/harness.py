@@ -353,11 +353,13 @@ class Replay:
         # What each planned name cost and why it ran (FastCI's diagnosis);
         # a test named twice (a class and its method) counts once, for the
         # first name.
-        reason_cost, counted = {}, set()
+        reason_cost, counted, rule_of = {}, set(), {}
         for name in plan_names:
             items, _ = strategies.expand([name], collected)
             items -= counted
             counted |= items
+            for item in items:
+                rule_of[item] = why.get(name, "").split(":", 1)[0]
             entry = reason_cost.setdefault(why.get(name, ""), [0, 0.0])
             entry[0] += len(items)
             entry[1] += sum(self.durations.get(t, 0.0) for t in items)
@@ -365,6 +367,7 @@ class Replay:
             "selected": sorted(selected), "fastci_unknown": uncollectable,
             "fastci_out_of_scope": len(out_of_scope),
             "fastci_reasons": reason_cost, "evidence_from": refresh["index"],
+            "fastci_rule_of": rule_of,
             "fastci_skipped_why": {t: skipped_why.get(t) or skipped_why.get(t.split("[", 1)[0])
                                    or skipped_why.get(strategies.test_file(t)) or "not planned"
                                    for t in affected if t not in selected},
