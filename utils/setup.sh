@@ -10,7 +10,7 @@ REQUIRED_PACKAGES=(
   build-essential cmake ninja-build git ca-certificates
   llvm-19-dev llvm-19-tools libzstd-dev libtree-sitter-dev libtbb-dev
   libgtest-dev libpugixml-dev
-  python3 python3-pytest python3-numpy python3-torch python3-yaml
+  python3 python3-dev python3-pytest python3-numpy python3-torch python3-yaml
 )
 
 log() { printf '[setup] %s\n' "$*" >&2; }

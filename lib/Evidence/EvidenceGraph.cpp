@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/EvidenceGraph.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Evidence/EvidenceMerger.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -36,6 +37,31 @@ EvidenceGraph::EvidenceGraph(const Module &module, unsigned contextDepth)
   build();
 }
 
+/// Calls \p fn with the entity of each symbol (or string) in the list
+/// \p key of \p attrs that names an entity of \p module.
+/// \p missing, when given, collects the names that match no entity.
+template <typename Fn>
+static void forEachEntityIn(const Module &module, const AttrDict &attrs,
+                            llvm::StringRef key, Fn fn,
+                            std::vector<std::string> *missing = nullptr) {
+  const Attribute *list = attrs.lookup(key);
+  if (!list || !list->isList())
+    return;
+  for (const Attribute &element : list->getList()) {
+    std::optional<llvm::StringRef> name =
+        element.isSymbol()
+            ? std::optional<llvm::StringRef>(element.getSymbolName())
+            : element.asString();
+    if (!name)
+      continue;
+    EntityId id = module.lookupEntity(*name);
+    if (id != kNoEntity && id < module.getNumEntities())
+      fn(id);
+    else if (missing)
+      missing->push_back(name->str());
+  }
+}
+
 namespace {
 /// An EntityUse under construction.
 struct UseBuilder {
@@ -46,6 +72,10 @@ struct UseBuilder {
 } // namespace
 
 void EvidenceGraph::build() {
+  auto forEachEntity = [&](const AttrDict &attrs, llvm::StringRef key,
+                           auto fn) {
+    forEachEntityIn(module, attrs, key, fn);
+  };
   size_t numTests = module.getNumTests();
   profiles.assign(numTests, {});
   testsByEntity.assign(module.getNumEntities(), {});
@@ -118,6 +148,12 @@ void EvidenceGraph::build() {
       }
     }
 
+    // Exact records: every entity that started at test time is executed,
+    // sampled or not.
+    for (const EvidenceRecord *record : recordsByTest[test])
+      forEachEntity(record->attrs, evidence::attr::kFunctions,
+                    [&](EntityId entity) { uses[entity]; });
+
     std::vector<EntityUse> &profile = profiles[test];
     profile.reserve(uses.size());
     for (auto &[entity, builder] : uses) {
@@ -138,12 +174,141 @@ void EvidenceGraph::build() {
         testsByEntity[use.entity].push_back(test);
   }
 
+  buildImportEvidence(recordsByTest);
+
   edges.reserve(edgeSamples.size());
   for (auto &[call, samples] : edgeSamples)
     edges.push_back({call.first, call.second, samples});
   llvm::sort(edges, [](const CallEdge &lhs, const CallEdge &rhs) {
     return std::tie(lhs.caller, lhs.callee) < std::tie(rhs.caller, rhs.callee);
   });
+}
+
+void EvidenceGraph::buildImportEvidence(
+    const std::vector<std::vector<const EvidenceRecord *>> &recordsByTest) {
+  auto forEachEntity = [&](const AttrDict &attrs, llvm::StringRef key,
+                           auto fn) {
+    forEachEntityIn(module, attrs, key, fn);
+  };
+  size_t numTests = module.getNumTests(), numEntities = module.getNumEntities();
+  importInfo.assign(numTests, false);
+  exact.assign(numTests, false);
+  unresolvedFunctions.assign(numTests, {});
+  importFunctions.assign(numTests, {});
+  recordedImports.assign(numTests, {});
+  testsAtImport.assign(numEntities, {});
+  testsImporting.assign(numEntities, {});
+  importingModules.assign(numEntities, {});
+  auto unique = [](auto &list) {
+    llvm::sort(list);
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  };
+  for (TestId test = 0; test < numTests; ++test) {
+    std::vector<std::string> read;
+    exact[test] = !recordsByTest[test].empty();
+    for (const EvidenceRecord *record : recordsByTest[test]) {
+      const AttrDict &attrs = record->attrs;
+      std::optional<llvm::StringRef> coverage =
+          attrs.get(evidence::attr::kCoverage).asString();
+      if (!coverage || *coverage != "exact")
+        exact[test] = false;
+      forEachEntityIn(
+          module, attrs, evidence::attr::kFunctions, [](EntityId) {},
+          &unresolvedFunctions[test]);
+      forEachEntityIn(
+          module, attrs, evidence::attr::kImportFunctions, [](EntityId) {},
+          &unresolvedFunctions[test]);
+      if (attrs.lookup(evidence::attr::kCoverage) ||
+          attrs.lookup(evidence::attr::kFunctions) ||
+          attrs.lookup(evidence::attr::kImports) ||
+          attrs.lookup(evidence::attr::kImportFunctions))
+        importInfo[test] = true;
+      forEachEntity(attrs, evidence::attr::kImportFunctions,
+                    [&](EntityId id) { importFunctions[test].push_back(id); });
+      forEachEntity(attrs, evidence::attr::kImports,
+                    [&](EntityId id) { recordedImports[test].push_back(id); });
+      if (const Attribute *reads = attrs.lookup(evidence::attr::kReads);
+          reads && reads->isList())
+        for (const Attribute &path : reads->getList())
+          if (std::optional<llvm::StringRef> text = path.asString())
+            read.push_back(text->str());
+    }
+    unique(importFunctions[test]);
+    unique(unresolvedFunctions[test]);
+    unique(recordedImports[test]);
+    unique(read);
+    for (EntityId id : importFunctions[test])
+      testsAtImport[id].push_back(test);
+    for (EntityId id : recordedImports[test])
+      testsImporting[id].push_back(test);
+    for (const std::string &path : read)
+      readers[path].push_back(test);
+  }
+  if (const Attribute *table =
+          module.getAttrs().lookup(evidence::attr::kImportTimeEntities);
+      table && table->isDict())
+    for (const NamedAttribute &entry : table->getDict()) {
+      EntityId owner = module.lookupEntity(entry.first);
+      if (owner == kNoEntity || !entry.second.isList())
+        continue;
+      for (const Attribute &symbol : entry.second.getList()) {
+        std::optional<llvm::StringRef> name =
+            symbol.isSymbol()
+                ? std::optional<llvm::StringRef>(symbol.getSymbolName())
+                : symbol.asString();
+        EntityId id = name ? module.lookupEntity(*name) : kNoEntity;
+        if (id != kNoEntity)
+          importingModules[id].push_back(owner);
+      }
+    }
+  for (std::vector<EntityId> &owners : importingModules)
+    unique(owners);
+}
+
+llvm::ArrayRef<std::string>
+EvidenceGraph::getUnresolvedFunctions(TestId test) const {
+  return test < unresolvedFunctions.size()
+             ? llvm::ArrayRef<std::string>(unresolvedFunctions[test])
+             : llvm::ArrayRef<std::string>();
+}
+
+llvm::ArrayRef<EntityId> EvidenceGraph::getImportFunctions(TestId test) const {
+  return test < importFunctions.size()
+             ? llvm::ArrayRef<EntityId>(importFunctions[test])
+             : llvm::ArrayRef<EntityId>();
+}
+
+llvm::ArrayRef<EntityId> EvidenceGraph::getRecordedImports(TestId test) const {
+  return test < recordedImports.size()
+             ? llvm::ArrayRef<EntityId>(recordedImports[test])
+             : llvm::ArrayRef<EntityId>();
+}
+
+llvm::ArrayRef<TestId>
+EvidenceGraph::getTestsRunningAtImport(EntityId entity) const {
+  return entity < testsAtImport.size()
+             ? llvm::ArrayRef<TestId>(testsAtImport[entity])
+             : llvm::ArrayRef<TestId>();
+}
+
+llvm::ArrayRef<TestId> EvidenceGraph::getTestsImporting(EntityId module) const {
+  return module < testsImporting.size()
+             ? llvm::ArrayRef<TestId>(testsImporting[module])
+             : llvm::ArrayRef<TestId>();
+}
+
+llvm::ArrayRef<TestId>
+EvidenceGraph::getTestsReading(llvm::StringRef path) const {
+  auto it = readers.find(path);
+  return it == readers.end() ? llvm::ArrayRef<TestId>()
+                             : llvm::ArrayRef<TestId>(it->second);
+}
+
+llvm::ArrayRef<EntityId>
+EvidenceGraph::getImportingModules(EntityId entity) const {
+  return entity < importingModules.size()
+             ? llvm::ArrayRef<EntityId>(importingModules[entity])
+             : llvm::ArrayRef<EntityId>();
 }
 
 llvm::ArrayRef<EvidenceGraph::CallEdge>

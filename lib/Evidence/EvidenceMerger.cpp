@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/EvidenceMerger.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Evidence/EvidenceReader.h"
 #include "fastci/Evidence/FrameResolver.h"
 #include "fastci/IR/Parser.h"
@@ -98,6 +99,16 @@ struct RecordBuilder {
   EvidenceState state = EvidenceState::Fresh;
   std::set<std::string> staleSymbols;
   llvm::DenseMap<StackId, uint64_t> counts;
+  /// True while every file merged ran the exact function recorder.
+  bool exact = true;
+  /// The newest recording time of its files (0: none said).
+  double time = 0;
+  /// The longest wall time of one of its files: the test's own process
+  /// (the pytest item) spans its children.
+  double longestWall = 0;
+  uint64_t importSamples = 0;
+  std::set<EntityId> functions, importFunctions, imports;
+  std::set<std::string> reads;
 };
 
 /// What identifies a merged record; also its order in the module.
@@ -254,6 +265,12 @@ private:
   std::string currentRevision;
   std::map<RecordKey, RecordBuilder> records;
   llvm::StringMap<bool> ignoredTests;
+  /// Per module entity, the entities executed while its body ran.
+  std::map<EntityId, std::set<EntityId>> importTime;
+  /// Files per recording interpreter.
+  std::map<std::string, uint64_t> executables;
+  /// Tests with a corrupt compact file: they get no evidence at all.
+  std::set<TestId> corruptTests;
 };
 
 } // namespace
@@ -324,8 +341,20 @@ void Merger::merge(llvm::StringRef path,
   stats.malformedLines += file.malformedLines;
   if (file.skipped) {
     ++stats.skippedFiles;
+    if (file.corrupt && !file.header.collection) {
+      TestId test = module.lookupTest(file.header.testId);
+      if (test != kNoTest)
+        corruptTests.insert(test);
+    }
     return;
   }
+  if (!file.header.executable.empty())
+    ++executables[file.header.executable];
+  for (auto [module, entity] : file.importFunctions)
+    if (module != kNoEntity)
+      importTime[module].insert(entity);
+  if (file.header.collection)
+    return; // Import-time evidence of no test (pytest's collection).
   TestId test = getTest(file, path);
   if (test == kNoTest)
     return;
@@ -345,6 +374,21 @@ void Merger::merge(llvm::StringRef path,
   record.state = std::max(record.state, classify(file, resolver));
   record.staleSymbols.insert(file.staleSymbols.begin(),
                              file.staleSymbols.end());
+  record.exact &= file.header.version >= 2 && file.header.exactCoverage;
+  record.time = std::max(record.time, file.header.time);
+  record.longestWall = std::max(record.longestWall, file.header.wallSeconds);
+  record.importSamples += file.header.importSamples;
+  // Module and class code run at test time (a script's body, a class
+  // defined in a test) is module-level code: it goes with import time.
+  for (EntityId entity : file.functions)
+    (module.getEntity(entity).kind == EntityKind::Function
+         ? record.functions
+         : record.importFunctions)
+        .insert(entity);
+  for (auto [importer, entity] : file.importFunctions)
+    record.importFunctions.insert(entity);
+  record.imports.insert(file.imports.begin(), file.imports.end());
+  record.reads.insert(file.reads.begin(), file.reads.end());
 
   llvm::SmallVector<FrameId, 64> frames;
   frames.reserve(file.frames.size());
@@ -367,7 +411,52 @@ void Merger::merge(llvm::StringRef path,
   }
 }
 
+/// A sorted list of references to \p entities, by symbol.
+static Attribute getSymbolList(const Module &module,
+                               const std::set<EntityId> &entities) {
+  std::vector<llvm::StringRef> symbols;
+  for (EntityId entity : entities)
+    symbols.push_back(module.getEntity(entity).symbol);
+  llvm::sort(symbols);
+  symbols.erase(std::unique(symbols.begin(), symbols.end()), symbols.end());
+  std::vector<Attribute> refs;
+  for (llvm::StringRef symbol : symbols)
+    refs.push_back(Attribute::getSymbol(symbol));
+  return Attribute::getList(std::move(refs));
+}
+
 void Merger::finish() {
+  // Newest record wins: a test's records of older revisions than its newest
+  // (by recording time) describe code that has since changed, and keeping
+  // the worst of them would keep the test stale long after it healed.
+  // Files without a time (version 1) have time 0 and lose to any that has
+  // one; records of one revision are never dropped in favour of each other.
+  std::map<TestId, std::pair<double, std::string>> newest;
+  for (const auto &[key, builder] : records) {
+    auto &[test, rank, revision, rate] = key;
+    auto [it, inserted] =
+        newest.try_emplace(test, builder.time, std::string(revision));
+    if (!inserted && builder.time > it->second.first)
+      it->second = {builder.time, revision};
+  }
+  for (auto it = records.begin(); it != records.end();)
+    it = corruptTests.count(std::get<0>(it->first)) ? records.erase(it)
+                                                    : std::next(it);
+  uint64_t superseded = 0;
+  for (auto it = records.begin(); it != records.end();) {
+    auto &[test, rank, revision, rate] = it->first;
+    const auto &[time, newestRevision] = newest[test];
+    if (revision != newestRevision && it->second.time < time) {
+      ++superseded;
+      it = records.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (superseded)
+    module.getAttrs().set(evidence::attr::kEvidenceSuperseded,
+                          Attribute::getInt(superseded));
+
   // Sorting every record's samples is independent work, done in parallel;
   // only adding the records to the module is serial.
   std::vector<RecordBuilder *> builders;
@@ -398,19 +487,39 @@ void Merger::finish() {
     AttrDict &attrs = record.attrs;
     attrs.set(evidence_attrs::kState,
               Attribute::getString(stringifyEvidenceState(builder.state)));
-    attrs.set("files", Attribute::getInt(builder.files));
+    attrs.set(evidence::attr::kFiles, Attribute::getInt(builder.files));
     if (builder.pids.size() > 1) {
       std::vector<Attribute> pids;
       for (int64_t pid : builder.pids)
         pids.push_back(Attribute::getInt(pid));
-      attrs.set("pids", Attribute::getList(std::move(pids)));
+      attrs.set(evidence::attr::kPids, Attribute::getList(std::move(pids)));
     }
     if (builder.externalSamples)
-      attrs.set("external_samples", Attribute::getInt(builder.externalSamples));
+      attrs.set(evidence::attr::kExternalSamples,
+                Attribute::getInt(builder.externalSamples));
     if (builder.wallSeconds)
-      attrs.set("wall_seconds", Attribute::getFloat(builder.wallSeconds));
+      attrs.set(evidence::attr::kWallSeconds,
+                Attribute::getFloat(builder.wallSeconds));
     if (!builder.complete)
-      attrs.set("complete", Attribute::getBool(false));
+      attrs.set(evidence::attr::kComplete, Attribute::getBool(false));
+    attrs.set(evidence::attr::kCoverage,
+              Attribute::getString(builder.exact ? "exact" : "sampled"));
+    if (!builder.functions.empty())
+      attrs.set(evidence::attr::kFunctions,
+                getSymbolList(module, builder.functions));
+    if (!builder.importFunctions.empty())
+      attrs.set(evidence::attr::kImportFunctions,
+                getSymbolList(module, builder.importFunctions));
+    if (!builder.imports.empty())
+      attrs.set(evidence::attr::kImports,
+                getSymbolList(module, builder.imports));
+    if (!builder.reads.empty())
+      attrs.set(evidence::attr::kReads,
+                Attribute::getStringList(std::vector<std::string>(
+                    builder.reads.begin(), builder.reads.end())));
+    if (builder.importSamples)
+      attrs.set(evidence::attr::kImportSamples,
+                Attribute::getInt(builder.importSamples));
     if (builder.state == EvidenceState::Stale) {
       attrs.set(evidence_attrs::kStaleEntities,
                 Attribute::getStringList(std::vector<std::string>(
@@ -470,6 +579,38 @@ void Merger::finish() {
   }
   module.getAttrs().set(evidence_attrs::kContextDepth,
                         Attribute::getInt(options.contextDepth));
+
+  // A test's cost defaults to its recorded duration: the longest file of its
+  // records (its own process spans the children), summed over ranks would
+  // double count, so the longest record.
+  std::vector<double> walls(numTests, 0);
+  for (const auto &[key, builder] : records)
+    walls[std::get<0>(key)] =
+        std::max(walls[std::get<0>(key)], builder.longestWall);
+  for (Test &test : module.getTests())
+    if (test.cost.seconds == 0 && walls[test.index] > 0) {
+      test.cost.seconds = walls[test.index];
+      if (test.cost.gpuSeconds == 0 && test.cost.gpus > 0)
+        test.cost.gpuSeconds = test.cost.gpus * test.cost.seconds;
+    }
+
+  if (!importTime.empty()) {
+    AttrDict byModule;
+    for (const auto &[importer, entities] : importTime)
+      byModule.set(module.getEntity(importer).symbol,
+                   getSymbolList(module, entities));
+    module.getAttrs().set(evidence::attr::kImportTimeEntities,
+                          Attribute::getDict(std::move(byModule)));
+  }
+  if (!executables.empty()) {
+    // The most common interpreter; ties go to the first name.
+    auto best = executables.begin();
+    for (auto it = executables.begin(); it != executables.end(); ++it)
+      if (it->second > best->second)
+        best = it;
+    module.getAttrs().set(evidence::attr::kEvidencePython,
+                          Attribute::getString(best->first));
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -586,8 +727,8 @@ LogicalResult fastci::mergeEvidence(Module &module,
   };
   Merger merger(module, options, diag, stats);
   auto merge = [&](Slot &slot) {
-    merger.merge(inputs.evidence[slot.index], std::move(slot.buffer),
-                 slot.file, slot.resolver ? *slot.resolver : direct);
+    merger.merge(inputs.evidence[slot.index], std::move(slot.buffer), slot.file,
+                 slot.resolver ? *slot.resolver : direct);
   };
 
   size_t numFiles = inputs.evidence.size();

@@ -44,8 +44,9 @@ using namespace fastci;
 
 /// The first line of every file in FastCI's format, without the version.
 static constexpr llvm::StringLiteral kMagic = "# fastci-evidence: ";
-/// The only format version this reader understands.
-static constexpr llvm::StringLiteral kVersion = "1";
+/// The newest format version this reader understands (it reads 1 too).
+static constexpr llvm::StringLiteral kVersion = "2";
+static constexpr unsigned kNewestVersion = 2;
 
 /// Finds the end of the line that continues at \p from in \p text: returns
 /// the offset of the next newline (npos if none) and sets \p invalid to the
@@ -82,7 +83,8 @@ static size_t scanLine(llvm::StringRef text, size_t from, size_t &invalid) {
     if (byte == '\n')
       return i;
     if (byte < 0x80) {
-      if (byte != '\t' && !(byte == '\r' && i + 1 < size && bytes[i + 1] == '\n'))
+      if (byte != '\t' &&
+          !(byte == '\r' && i + 1 < size && bytes[i + 1] == '\n'))
         break;
       ++i;
       continue;
@@ -124,9 +126,9 @@ static size_t commonPrefixLengthBaseline(llvm::StringRef lhs,
   };
   // 64 bytes per test while the lines agree, then 16 to find where not.
   for (; i + 64 <= limit; i += 64) {
-    __m128i all = _mm_and_si128(
-        _mm_and_si128(equalBytes(i), equalBytes(i + 16)),
-        _mm_and_si128(equalBytes(i + 32), equalBytes(i + 48)));
+    __m128i all =
+        _mm_and_si128(_mm_and_si128(equalBytes(i), equalBytes(i + 16)),
+                      _mm_and_si128(equalBytes(i + 32), equalBytes(i + 48)));
     if (_mm_movemask_epi8(all) != 0xffff)
       break;
   }
@@ -472,6 +474,13 @@ private:
   bool readHeader(size_t &pos, unsigned &lineNo);
   /// Applies one `# key: value` header line.
   void readHeaderLine(llvm::StringRef line, size_t offset, unsigned lineNo);
+  /// Reads one version-2 entity line (`@f frame`, `@i module frame`, `@m
+  /// path`, `@r path`), whose first byte that is not text is at \p invalid.
+  void readEntityLine(llvm::StringRef line, size_t offset, unsigned lineNo,
+                      size_t invalid);
+  /// The entity a frame text of an entity line resolves to (kNoEntity for
+  /// library or vanished code), noting stale code; false if malformed.
+  bool resolveEntity(llvm::StringRef text, EntityId &entity);
   /// Reads one `frames count` line, whose first \p shared bytes (at least)
   /// are those of the previous good line's stack, and whose first byte that
   /// is not text is at \p invalid (npos if none).
@@ -598,6 +607,13 @@ void Reader::read() {
     line.consume_back("\r");
     if (line.empty() && file.format == EvidenceFormat::PySpyRaw)
       continue;
+    if (line.starts_with("@") && file.header.version >= 2) {
+      ++file.lines;
+      readEntityLine(line, offset, lineNo,
+                     invalid < newline ? invalid - offset
+                                       : llvm::StringRef::npos);
+      continue;
+    }
     if (line.starts_with("#") && file.format == EvidenceFormat::FastCI) {
       // The header loop consumed every leading `#` line.
       problem(offset, lineNo, 0, "header line after stack lines; ignored");
@@ -619,7 +635,25 @@ void Reader::read() {
                                  .str()});
   if (file.format == EvidenceFormat::PySpyRaw && pseudoPid)
     file.header.pid = pseudoPid;
+  if (file.header.version >= 2 && file.malformedLines) {
+    // A compact record lists each function once: a lost line is a lost
+    // function, not a lost sample, and reading the rest would under-select.
+    file.skipped = file.corrupt = true;
+    file.problems.push_back(
+        {0, 1, 1,
+         "compact evidence file has " + std::to_string(file.malformedLines) +
+             " bad line(s); skipped, and its test is treated as having no "
+             "evidence"});
+  }
   llvm::sort(file.staleSymbols);
+  auto unique = [](auto &values) {
+    llvm::sort(values);
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+  };
+  unique(file.functions);
+  unique(file.importFunctions);
+  unique(file.imports);
+  unique(file.reads);
 }
 
 bool Reader::readHeader(size_t &pos, unsigned &lineNo) {
@@ -632,12 +666,24 @@ bool Reader::readHeader(size_t &pos, unsigned &lineNo) {
     return false;
   }
   llvm::StringRef version = first.drop_front(kMagic.size());
-  if (version != kVersion) {
+  unsigned number = 0;
+  if (version.getAsInteger(10, number) || number == 0 ||
+      !llvm::all_of(version, llvm::isDigit)) {
     problem(0, 1, kMagic.size(),
             "unsupported evidence format version '" + version +
-                "' (this reader knows version " + kVersion + "); skipped");
+                "' (this reader knows versions 1 to " + kVersion +
+                "); skipped");
     return false;
   }
+  if (number > kNewestVersion) {
+    problem(0, 1, kMagic.size(),
+            "evidence format version " + version +
+                " was written by a newer FastCI (this reader knows versions "
+                "1 to " +
+                kVersion + "); skipped, the test has no evidence from it");
+    return false;
+  }
+  file.header.version = number;
   if (newline == llvm::StringRef::npos) {
     problem(0, 1, first.size(),
             "evidence file ends inside its header; skipped");
@@ -655,7 +701,7 @@ bool Reader::readHeader(size_t &pos, unsigned &lineNo) {
   }
   if (headerConflict)
     return false;
-  if (file.header.testId.empty()) {
+  if (file.header.testId.empty() && !file.header.collection) {
     problem(0, 1, 0, "evidence header has no 'test-id'; skipped");
     return false;
   }
@@ -744,12 +790,36 @@ void Reader::readHeaderLine(llvm::StringRef line, size_t offset,
     else
       problem(offset, lineNo, valueColumn,
               "header 'complete' is not 'true' or 'false'; ignored");
+  } else if (header.version >= 2 && key == "coverage") {
+    if (decoded == "exact" || decoded == "sampled")
+      header.exactCoverage = decoded == "exact";
+    else
+      problem(offset, lineNo, valueColumn,
+              "header 'coverage' is not 'exact' or 'sampled'; sampled assumed");
+  } else if (header.version >= 2 && key == "scope") {
+    if (decoded == "test" || decoded == "collection")
+      header.collection = decoded == "collection";
+    else
+      problem(offset, lineNo, valueColumn,
+              "header 'scope' is not 'test' or 'collection'; 'test' assumed");
+  } else if (header.version >= 2 && key == "time")
+    parseFloat(header.time);
+  else if (header.version >= 2 && key == "executable")
+    header.executable = decoded;
+  else if (header.version >= 2 && key == "import-samples") {
+    int64_t value = 0;
+    parseInt(value);
+    header.importSamples = value > 0 ? value : 0;
+  } else if (header.version >= 2 && key == "external-samples") {
+    int64_t value = 0;
+    parseInt(value);
+    file.externalSamples += value > 0 ? value : 0;
   }
   // Other keys (python, sampler, samples, ...) are informational.
 }
 
-void Reader::readStackLine(llvm::StringRef line, size_t offset,
-                           unsigned lineNo, size_t shared, size_t invalid) {
+void Reader::readStackLine(llvm::StringRef line, size_t offset, unsigned lineNo,
+                           size_t shared, size_t invalid) {
   size_t space = line.rfind(' ');
   llvm::StringRef body =
       space == llvm::StringRef::npos ? line : line.take_front(space);
@@ -835,6 +905,92 @@ void Reader::readStackLine(llvm::StringRef line, size_t offset,
     file.externalSamples += count;
   else
     file.counts[node] += count;
+}
+
+bool Reader::resolveEntity(llvm::StringRef text, EntityId &entity) {
+  uint32_t index = getFrame(text);
+  if (index == kMalformedFrame)
+    return false;
+  CachedFrame &frame = (*cache)[index];
+  entity = kNoEntity;
+  if (frame.kind != FrameKind::Resolved)
+    return true;
+  const ResolvedFrame &resolved = context->details[frame.detail].resolved;
+  if (frame.stale && !frame.staleRecorded) {
+    frame.staleRecorded = true;
+    file.staleSymbols.push_back(resolved.name);
+  }
+  if (resolved.kind == ResolvedFrame::Kind::Entity)
+    entity = resolved.entity;
+  return true;
+}
+
+void Reader::readEntityLine(llvm::StringRef line, size_t offset,
+                            unsigned lineNo, size_t invalid) {
+  auto fail = [&](size_t column, const llvm::Twine &message) {
+    ++file.malformedLines;
+    problem(offset, lineNo, column, message);
+  };
+  if (invalid != llvm::StringRef::npos)
+    return fail(invalid, line[invalid] & 0x80
+                             ? "invalid UTF-8; line ignored"
+                             : "control character in entity line; ignored");
+  auto [tag, rest] = line.split(' ');
+  size_t restColumn = tag.size() + 1;
+  if (rest.empty())
+    return fail(line.size(),
+                "entity line '" + tag + "' has no operand; line ignored");
+  // A module path names its module entity through the frame of its body.
+  auto moduleFrame = [](llvm::StringRef path) {
+    return (path + ":<module>:0").str();
+  };
+  EntityId entity = kNoEntity;
+  if (tag == "@f") {
+    if (!resolveEntity(rest, entity))
+      return fail(restColumn + malformedColumn, malformed + "; line ignored");
+    if (entity != kNoEntity)
+      file.functions.push_back(entity);
+  } else if (tag == "@i") {
+    auto [module, frame] = rest.split(' ');
+    if (frame.empty())
+      return fail(line.size(), "expected '@i module frame'; line ignored");
+    EntityId importer = kNoEntity;
+    if (module != "-" && !resolveEntity(moduleFrame(module), importer))
+      return fail(restColumn, malformed + " (in the module path); line "
+                                          "ignored");
+    if (!resolveEntity(frame, entity))
+      return fail(restColumn + module.size() + 1 + malformedColumn,
+                  malformed + "; line ignored");
+    if (entity != kNoEntity)
+      file.importFunctions.push_back({importer, entity});
+  } else if (tag == "@m") {
+    if (!resolveEntity(moduleFrame(rest), entity))
+      return fail(restColumn, malformed + " (in the module path); line "
+                                          "ignored");
+    if (entity != kNoEntity)
+      file.imports.push_back(entity);
+  } else if (tag == "@r") {
+    std::string path;
+    size_t errorAt = 0;
+    if (!percentDecode(rest, path, errorAt))
+      return fail(restColumn + errorAt,
+                  "malformed '%' escape in path; line ignored");
+    llvm::StringRef relative = path;
+    for (llvm::StringRef root :
+         {llvm::StringRef(file.header.root), options.defaultRoot}) {
+      root = root.rtrim('/');
+      if (!root.empty() && relative.size() > root.size() &&
+          relative.starts_with(root) && relative[root.size()] == '/') {
+        relative = relative.drop_front(root.size() + 1);
+        break;
+      }
+    }
+    file.reads.push_back(relative.str());
+  } else {
+    // A later writer's kind of entity: this reader cannot use it, and the
+    // rest of the file stays valid.
+    return fail(0, "unknown entity line '" + tag + "'; ignored");
+  }
 }
 
 uint32_t Reader::getChild(uint32_t parent, uint32_t token) {

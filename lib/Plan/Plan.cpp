@@ -11,6 +11,7 @@
 #include "fastci/Plan/Plan.h"
 #include "fastci/IR/Module.h"
 #include "fastci/Support/Diagnostics.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -86,7 +87,8 @@ static std::optional<std::string> splitWords(llvm::StringRef text,
 /// braces, as in Python's str.format, which the manifest's runner uses).
 static std::optional<std::string>
 expandWord(llvm::StringRef word, llvm::StringRef python, llvm::StringRef nproc,
-           llvm::ArrayRef<std::string> args, std::string &result) {
+           llvm::ArrayRef<std::string> args, llvm::StringRef config,
+           std::string &result) {
   for (size_t i = 0, e = word.size(); i < e; ++i) {
     char c = word[i];
     if ((c == '{' || c == '}') && i + 1 < e && word[i + 1] == c) {
@@ -110,9 +112,15 @@ expandWord(llvm::StringRef word, llvm::StringRef python, llvm::StringRef nproc,
       result += nproc;
     else if (name == "args")
       result += llvm::join(args, " ");
+    else if (name == "config" && !config.empty())
+      result += config;
+    else if (name == "config")
+      return std::string("'{config}' in the command template of a test that "
+                         "was not imported from a Megatron configuration");
     else
       return "unknown placeholder '{" + name.str() +
-             "}' in command template (expected {python}, {nproc} or {args})";
+             "}' in command template (expected {python}, {nproc}, {args} or "
+             "{config})";
     i = close;
   }
   return std::nullopt;
@@ -121,7 +129,7 @@ expandWord(llvm::StringRef word, llvm::StringRef python, llvm::StringRef nproc,
 std::optional<std::string>
 fastci::renderCommand(llvm::StringRef commandTemplate, llvm::StringRef python,
                       llvm::StringRef nproc, llvm::ArrayRef<std::string> args,
-                      std::vector<std::string> &argv) {
+                      std::vector<std::string> &argv, llvm::StringRef config) {
   std::vector<std::string> words;
   if (std::optional<std::string> error = splitWords(commandTemplate, words))
     return error;
@@ -136,7 +144,7 @@ fastci::renderCommand(llvm::StringRef commandTemplate, llvm::StringRef python,
     }
     std::string expanded;
     if (std::optional<std::string> error =
-            expandWord(word, python, nproc, args, expanded))
+            expandWord(word, python, nproc, args, config, expanded))
       return error;
     argv.push_back(std::move(expanded));
   }
@@ -170,6 +178,11 @@ public:
     readEnvironment(test.attrs.get("override_env"), planned.env);
     for (const auto &[flag, value] : dictAttr(test, "overrides"))
       planned.overrides[flag] = scalarText(value);
+    planned.goldenSteps = test.attrs.get(workload::attr::kGoldenSteps).asInt();
+    if (Attribute metrics = test.attrs.get(workload::attr::kGoldenMetrics);
+        metrics.isList())
+      for (const Attribute &metric : metrics.getList())
+        planned.goldenMetrics.push_back(scalarText(metric));
 
     Attribute command = test.attrs.get("command");
     if (!command) {
@@ -185,9 +198,9 @@ public:
     }
     Attribute nproc = test.attrs.get("nproc");
     std::string nprocText = nproc ? scalarText(nproc) : "1";
-    if (std::optional<std::string> error =
-            renderCommand(command.getString(), options.python, nprocText,
-                          renderArgs(test), planned.argv)) {
+    if (std::optional<std::string> error = renderCommand(
+            command.getString(), options.python, nprocText, renderArgs(test),
+            planned.argv, stringAttr(test, workload::attr::kConfig))) {
       diag.error(test.loc, "test '" + test.name + "': " + *error);
       return std::nullopt;
     }

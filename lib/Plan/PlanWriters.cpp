@@ -135,6 +135,10 @@ static void writeJsonTest(const PlannedTest &test, llvm::json::OStream &json) {
   json.attribute("command", jsonString(shellCommandLine(test)));
   json.attribute("env", jsonStringMap(test.env));
   json.attribute("overrides", jsonStringMap(test.overrides));
+  if (test.goldenSteps)
+    json.attribute("golden_steps", *test.goldenSteps);
+  if (!test.goldenMetrics.empty())
+    json.attribute("golden_metrics", jsonStrings(test.goldenMetrics));
   json.attribute("rule", jsonString(test.rule));
   json.attribute("reason", jsonString(test.reason));
   if (!test.observedAs.empty())

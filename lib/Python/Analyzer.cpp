@@ -12,349 +12,17 @@
 // counts)
 // (tree-sitter keeps trailing comments inside a block, `ast` does not).
 //
+// The analyzer's state is declared in AnalyzerInternal.h; the names an
+// entity loads and import-time test registration are in AnalyzerNames.cpp,
+// literal evaluation in AnalyzerLiterals.cpp.
+//
 //===----------------------------------------------------------------------===//
-#include "fastci/Python/Analyzer.h"
-#include "fastci/Python/ParserArena.h"
-#include "fastci/Python/Pytest.h"
-#include "fastci/Python/SourceEncoding.h"
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/SmallString.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
-#include "llvm/Support/ConvertUTF.h"
-#include "llvm/Support/Unicode.h"
-#include "llvm/Support/xxhash.h"
-#include <cstring>
-#include <memory>
-#include <optional>
-#include <tree_sitter/api.h>
-
-extern "C" const TSLanguage *tree_sitter_python(void);
+#include "AnalyzerInternal.h"
 
 using namespace fastci;
 using namespace fastci::python;
+using namespace fastci::python::detail;
 using llvm::StringRef;
-
-namespace {
-//===----------------------------------------------------------------------===//
-// The grammar's symbols and fields, looked up once
-//===----------------------------------------------------------------------===//
-
-/// The node kinds the analyzer distinguishes.
-enum class Kind : uint8_t {
-  Other,
-  Module,
-  Comment,
-  Error,
-  FunctionDefinition,
-  ClassDefinition,
-  DecoratedDefinition,
-  Decorator,
-  Block,
-  ExpressionStatement,
-  Assignment,
-  Lambda,
-  Call,
-  Attribute,
-  Identifier,
-  ImportStatement,
-  ImportFromStatement,
-  FutureImportStatement,
-  DottedName,
-  AliasedImport,
-  RelativeImport,
-  ImportPrefix,
-  WildcardImport,
-  GlobalStatement,
-  String,
-  StringContent,
-  ConcatenatedString,
-  Interpolation,
-  Integer,
-  Float,
-  True,
-  False,
-  None,
-  Tuple,
-  List,
-  Set,
-  Dictionary,
-  Pair,
-  ParenthesizedExpression,
-  KeywordArgument,
-  UnaryOperator,
-  ArgumentList,
-  Async,
-  Semicolon,
-};
-
-struct Grammar {
-  const TSLanguage *language = tree_sitter_python();
-  std::vector<Kind> kinds;
-  TSFieldId name, body, definition, function, arguments, object, attribute,
-      left, right, moduleName, alias, value, key, operatorField, argument,
-      parameters;
-
-  Grammar() {
-    static const std::pair<const char *, Kind> kNamed[] = {
-        {"module", Kind::Module},
-        {"comment", Kind::Comment},
-        {"ERROR", Kind::Error},
-        {"function_definition", Kind::FunctionDefinition},
-        {"class_definition", Kind::ClassDefinition},
-        {"decorated_definition", Kind::DecoratedDefinition},
-        {"decorator", Kind::Decorator},
-        {"block", Kind::Block},
-        {"expression_statement", Kind::ExpressionStatement},
-        {"assignment", Kind::Assignment},
-        {"lambda", Kind::Lambda},
-        {"call", Kind::Call},
-        {"attribute", Kind::Attribute},
-        {"identifier", Kind::Identifier},
-        {"import_statement", Kind::ImportStatement},
-        {"import_from_statement", Kind::ImportFromStatement},
-        {"future_import_statement", Kind::FutureImportStatement},
-        {"dotted_name", Kind::DottedName},
-        {"aliased_import", Kind::AliasedImport},
-        {"relative_import", Kind::RelativeImport},
-        {"import_prefix", Kind::ImportPrefix},
-        {"wildcard_import", Kind::WildcardImport},
-        {"global_statement", Kind::GlobalStatement},
-        {"string", Kind::String},
-        {"string_content", Kind::StringContent},
-        {"concatenated_string", Kind::ConcatenatedString},
-        {"interpolation", Kind::Interpolation},
-        {"integer", Kind::Integer},
-        {"float", Kind::Float},
-        {"true", Kind::True},
-        {"false", Kind::False},
-        {"none", Kind::None},
-        {"tuple", Kind::Tuple},
-        {"list", Kind::List},
-        {"set", Kind::Set},
-        {"dictionary", Kind::Dictionary},
-        {"pair", Kind::Pair},
-        {"parenthesized_expression", Kind::ParenthesizedExpression},
-        {"keyword_argument", Kind::KeywordArgument},
-        {"unary_operator", Kind::UnaryOperator},
-        {"argument_list", Kind::ArgumentList},
-    };
-    uint32_t count = ts_language_symbol_count(language);
-    kinds.assign(count, Kind::Other);
-    for (uint32_t symbol = 0; symbol < count; ++symbol) {
-      StringRef symbolName = ts_language_symbol_name(language, symbol);
-      bool named =
-          ts_language_symbol_type(language, symbol) == TSSymbolTypeRegular;
-      if (!named) {
-        if (symbolName == "async")
-          kinds[symbol] = Kind::Async;
-        else if (symbolName == ";")
-          kinds[symbol] = Kind::Semicolon;
-        continue;
-      }
-      for (const auto &[kindName, kind] : kNamed)
-        if (symbolName == kindName)
-          kinds[symbol] = kind;
-    }
-    auto field = [&](const char *fieldName) {
-      return ts_language_field_id_for_name(language, fieldName,
-                                           strlen(fieldName));
-    };
-    name = field("name");
-    body = field("body");
-    definition = field("definition");
-    function = field("function");
-    arguments = field("arguments");
-    object = field("object");
-    attribute = field("attribute");
-    left = field("left");
-    right = field("right");
-    moduleName = field("module_name");
-    alias = field("alias");
-    value = field("value");
-    key = field("key");
-    operatorField = field("operator");
-    argument = field("argument");
-    parameters = field("parameters");
-  }
-
-  Kind kindOf(TSNode node) const {
-    if (ts_node_is_null(node))
-      return Kind::Other;
-    TSSymbol symbol = ts_node_symbol(node);
-    return symbol < kinds.size() ? kinds[symbol] : Kind::Other;
-  }
-};
-
-const Grammar &getGrammar() {
-  static const Grammar grammar;
-  return grammar;
-}
-
-struct ParserDeleter {
-  void operator()(TSParser *parser) const { ts_parser_delete(parser); }
-};
-using ParserPtr = std::unique_ptr<TSParser, ParserDeleter>;
-
-/// A parser for one file: its memory lives in the file's ParserArenaScope,
-/// so it cannot serve the next file (with the arena, creating one is cheap).
-ParserPtr createParser() {
-  ParserPtr parser(ts_parser_new());
-  ts_parser_set_language(parser.get(), getGrammar().language);
-  // Error recovery on adversarial input is the one place tree-sitter can
-  // take unbounded time; give up (with a warning) rather than hang.
-  ts_parser_set_timeout_micros(parser.get(), 30'000'000);
-  return parser;
-}
-
-/// Iterates the children of a node with a cursor (ts_node_child(i) is
-/// linear in i, which would make wide nodes quadratic).
-template <typename Fn> void forEachChild(TSNode node, Fn fn) {
-  TSTreeCursor cursor = ts_tree_cursor_new(node);
-  if (ts_tree_cursor_goto_first_child(&cursor)) {
-    do {
-      fn(ts_tree_cursor_current_node(&cursor),
-         ts_tree_cursor_current_field_id(&cursor));
-    } while (ts_tree_cursor_goto_next_sibling(&cursor));
-  }
-  ts_tree_cursor_delete(&cursor);
-}
-
-/// The offset of the first byte that does not start a valid UTF-8 sequence,
-/// as llvm::isLegalUTF8String finds it, or none. ASCII runs are skipped a
-/// word at a time: checking byte by byte cost 2% of the whole pass.
-std::optional<size_t> findInvalidUTF8(StringRef text) {
-  const auto *begin = reinterpret_cast<const llvm::UTF8 *>(text.data());
-  const llvm::UTF8 *p = begin, *end = begin + text.size();
-  while (p != end) {
-    while (end - p >= 8) {
-      uint64_t word;
-      memcpy(&word, p, sizeof(word));
-      if (word & 0x8080808080808080ULL)
-        break;
-      p += 8;
-    }
-    while (p != end && *p < 0x80)
-      ++p;
-    if (p == end)
-      break;
-    if (!llvm::isLegalUTF8Sequence(p, end))
-      return static_cast<size_t>(p - begin);
-    p += llvm::getNumBytesForUTF8(*p);
-  }
-  return std::nullopt;
-}
-
-//===----------------------------------------------------------------------===//
-// The file walk
-//===----------------------------------------------------------------------===//
-
-/// No entity (a failed lookup).
-constexpr LocalId kNoLocal = -2;
-
-/// What kind of Python scope an open frame is.
-enum class ScopeKind { Module, Class, Function };
-
-/// An open scope (the module, or an entity being walked).
-struct Frame {
-  ScopeKind scope;
-  LocalId entity;
-  /// Depth of the tree node that opened the frame.
-  uint32_t depth;
-  /// The docstring statement to leave out of the hash, if any.
-  const void *docstring = nullptr;
-  /// Names declared `global` in this scope (they reset `__qualname__`).
-  llvm::StringSet<> globals{};
-  /// The token stream being hashed.
-  std::string tokens{};
-  /// The name of the definition that opened the frame: its text stays out
-  /// of the hash (the symbol carries it), so a renamed function or class
-  /// keeps its hash and mark-changed pairs it with its old name.
-  const void *nameNode = nullptr;
-};
-
-struct PendingCall {
-  LocalId from;
-  std::string callee;
-  uint32_t line;
-};
-
-class FileAnalyzer {
-public:
-  FileAnalyzer(StringRef source, StringRef path, StringRef moduleName)
-      : source(source), path(path), moduleName(moduleName),
-        grammar(getGrammar()) {}
-
-  FileSummary run();
-
-private:
-  StringRef text(TSNode node) const {
-    uint32_t begin = ts_node_start_byte(node), end = ts_node_end_byte(node);
-    if (begin > source.size() || end > source.size() || end < begin)
-      return {};
-    return source.slice(begin, end);
-  }
-  TSNode field(TSNode node, TSFieldId id) const {
-    return ts_node_child_by_field_id(node, id);
-  }
-
-  void walk(TSNode root);
-  bool enter(TSNode node, uint32_t depth);
-  void leave(uint32_t depth);
-
-  void openEntity(TSNode outer, TSNode def, StringRef name, EntityKind kind,
-                  uint32_t depth);
-  void closeFrame();
-  const void *findDocstring(TSNode body) const;
-  bool isPlainStr(TSNode node) const;
-  SourceRange getAstRange(TSNode node) const;
-  std::string getDottedName(TSNode node) const;
-  std::string getDecoratorName(TSNode expression) const;
-  void recordImport(TSNode node);
-  std::string resolveRelative(unsigned level, StringRef rest) const;
-  std::optional<PyValue> evaluate(TSNode node, unsigned depth) const;
-  /// The parameters of the `def` \p def that pytest's getfuncargnames
-  /// reads: positional-or-keyword and keyword-only ones without a default.
-  std::vector<std::string> getFixtureRequests(TSNode def) const;
-  std::optional<PyValue> evaluateString(TSNode node) const;
-  void recordSyntaxError(TSNode node);
-  void resolveCalls();
-  std::string resolveCallee(LocalId from, StringRef callee) const;
-  std::string symbolOf(LocalId id) const {
-    return moduleName.empty()
-               ? summary.entities[id].qualname
-               : (moduleName + "." + summary.entities[id].qualname).str();
-  }
-  LocalId currentEntity() const { return frames.back().entity; }
-
-  StringRef source, path, moduleName;
-  const Grammar &grammar;
-  FileSummary summary;
-  std::vector<Frame> frames;
-  /// Per-entity decorator values, for pytest collection.
-  std::vector<std::vector<PyValue>> decoratorValues;
-  std::vector<PyValue> moduleMarks;
-  /// The definition inside a decorated_definition whose entity is already
-  /// open, and the lambda bound by the assignment being walked.
-  const void *openedDefinition = nullptr;
-  const void *namedLambda = nullptr;
-  std::string namedLambdaName;
-  /// Open frames' hashing is muted inside a docstring until this depth.
-  uint32_t muteDepth = UINT32_MAX;
-  llvm::StringMap<unsigned> qualnameCounts;
-  /// Local name bindings from imports: name -> dotted target.
-  llvm::StringMap<std::string> importAliases;
-  std::vector<PendingCall> calls;
-  /// (scope, name) -> the first entity of that name in that scope.
-  llvm::DenseMap<std::pair<LocalId, StringRef>, LocalId> childByName;
-  /// The kinds of the nodes on the walk's path, by depth: ts_node_parent
-  /// would search down from the root for every assignment.
-  llvm::SmallVector<Kind, 64> kindPath;
-  unsigned numSyntaxErrors = 0;
-  uint32_t firstErrorLine = 0, firstErrorColumn = 0;
-};
-} // namespace
 
 FileSummary FileAnalyzer::run() {
   // CPython's tokenizer drops a UTF-8 byte order mark; so do we, so that
@@ -374,6 +42,30 @@ FileSummary FileAnalyzer::run() {
         {static_cast<uint32_t>(before.count('\n') + 1),
          static_cast<uint32_t>(*offset - lineStart + 1),
          "file is not valid UTF-8; analysed as far as tree-sitter recovers"});
+    summary.parseError = true;
+  }
+  // CPython refuses a file with a NUL byte ("source code cannot contain
+  // null bytes"); tree-sitter reads on past it.
+  size_t nul = source.find('\0');
+  if (nul != StringRef::npos) {
+    StringRef before = source.take_front(nul);
+    size_t lineStart = before.rfind('\n') + 1;
+    summary.warnings.push_back(
+        {static_cast<uint32_t>(before.count('\n') + 1),
+         static_cast<uint32_t>(nul - lineStart + 1),
+         "source contains a NUL byte (CPython rejects the file); analysed as "
+         "far as tree-sitter recovers"});
+    summary.parseError = true;
+  }
+
+  if (source.size() > kMaxSourceBytes) {
+    summary.warnings.push_back({1, 1,
+                                "file of " + std::to_string(source.size()) +
+                                    " bytes exceeds the budget of " +
+                                    std::to_string(kMaxSourceBytes >> 20) +
+                                    " MiB per file; not analysed"});
+    summary.parseError = true;
+    return std::move(summary);
   }
 
   // Everything tree-sitter allocates for this file comes from one arena,
@@ -383,32 +75,33 @@ FileSummary FileAnalyzer::run() {
   TSTree *tree = ts_parser_parse_string(parser.get(), nullptr, source.data(),
                                         static_cast<uint32_t>(source.size()));
   if (!tree) {
-    summary.warnings.push_back({0, 0, "parsing timed out; file skipped"});
+    summary.warnings.push_back(
+        {1, 1,
+         "parsing exceeded the budget of " +
+             std::to_string(kParseTimeoutMicros / 1'000'000) +
+             " s per file; file not analysed"});
+    summary.parseError = true;
     return std::move(summary);
   }
-  walk(ts_tree_root_node(tree));
+  TSNode root = ts_tree_root_node(tree);
+  walk(root);
   // Releasing the tree node by node would cost 2-3% of the parse.
   if (!arena.reclaimsAll())
     ts_tree_delete(tree);
 
-  if (numSyntaxErrors) {
-    std::string message = "invalid syntax; entities recovered by tree-sitter";
-    if (numSyntaxErrors > 1)
-      message += " (" + std::to_string(numSyntaxErrors - 1) +
-                 " more syntax errors in this file)";
-    summary.warnings.push_back(
-        {firstErrorLine, firstErrorColumn, std::move(message)});
-  }
+  reportSyntaxErrors(root);
   resolveCalls();
+  resolveNames();
   // Every file: a test class may inherit from a class of any module.
   collectPytestItems(path, moduleName, source, summary, decoratorValues,
-                     moduleMarks);
+                     moduleMarks, effects, config);
   return std::move(summary);
 }
 
 void FileAnalyzer::walk(TSNode root) {
   frames.push_back(Frame{ScopeKind::Module, kModuleScope, 0});
   frames.back().docstring = findDocstring(root);
+  pushScope(ScopeKind::Module, kModuleScope, 0);
   TSTreeCursor cursor = ts_tree_cursor_new(root);
   uint32_t depth = 0;
   for (;;) {
@@ -439,16 +132,29 @@ bool FileAnalyzer::enter(TSNode node, uint32_t depth) {
   Kind kind = grammar.kindOf(node);
   if (kind == Kind::Comment)
     return false;
-  if (kindPath.size() <= depth)
+  if (kindPath.size() <= depth) {
     kindPath.resize(depth + 1);
+    startPath.resize(depth + 1);
+    endPath.resize(depth + 1);
+  }
   kindPath[depth] = kind;
-  if (ts_node_is_missing(node) || kind == Kind::Error) {
-    recordSyntaxError(node);
-    if (ts_node_is_missing(node))
-      return false;
+  startPath[depth] = ts_node_start_byte(node);
+  endPath[depth] = ts_node_end_byte(node);
+  if (ts_node_is_missing(node)) {
+    recordSyntaxError(node, /*missing=*/true);
+    return false;
+  }
+  if (kind == Kind::Error && errorDepth == UINT32_MAX) {
+    // Only the outermost ERROR of a region: the nested ones are the same
+    // error.
+    recordSyntaxError(node, /*missing=*/false);
+    errorDepth = depth;
   }
   if (node.id == frames.back().docstring && muteDepth == UINT32_MAX)
     muteDepth = depth;
+  // Named lambdas open an entity (and its scope) in the switch below.
+  if (kind != Kind::Lambda || node.id != namedLambda)
+    recordNames(node, kind, depth);
 
   switch (kind) {
   case Kind::DecoratedDefinition: {
@@ -510,6 +216,8 @@ bool FileAnalyzer::enter(TSNode node, uint32_t depth) {
     break;
   case Kind::Call: {
     std::string callee = getDottedName(field(node, grammar.function));
+    if (frames.back().scope != ScopeKind::Function && !callee.empty())
+      recordImportTimeCall(node, callee, depth);
     if (!callee.empty())
       calls.push_back({currentEntity(), std::move(callee),
                        ts_node_start_point(node).row + 1});
@@ -546,6 +254,10 @@ bool FileAnalyzer::enter(TSNode node, uint32_t depth) {
 }
 
 void FileAnalyzer::leave(uint32_t depth) {
+  if (openScopes.size() > 1 && scopes[openScopes.back()].depth == depth)
+    openScopes.pop_back();
+  if (depth == errorDepth)
+    errorDepth = UINT32_MAX;
   if (depth == muteDepth)
     muteDepth = UINT32_MAX;
   if (frames.size() > 1 && frames.back().depth == depth)
@@ -596,7 +308,8 @@ void FileAnalyzer::openEntity(TSNode outer, TSNode def, StringRef name,
 
   // What pytest would inject: read only where collection needs it.
   if (kind == EntityKind::Function && !entity.isLambda &&
-      (entity.isFixture || name.starts_with("test")))
+      (entity.isFixture || name.starts_with("test") ||
+       config.isTestFunctionName(name)))
     entity.parameters = getFixtureRequests(def);
 
   // The parent hashes a placeholder, so adding, removing or renaming a
@@ -612,6 +325,13 @@ void FileAnalyzer::openEntity(TSNode outer, TSNode def, StringRef name,
   LocalId id = static_cast<LocalId>(summary.entities.size());
   summary.entities.push_back(std::move(entity));
   decoratorValues.push_back(std::move(decorators));
+  // The definition binds its name where it stands; its parameters are its
+  // own.
+  bind(name);
+  pushScope(kind == EntityKind::Class ? ScopeKind::Class : ScopeKind::Function,
+            id, depth);
+  if (kind == EntityKind::Function)
+    bindParameters(field(def, grammar.parameters));
   Frame frame{kind == EntityKind::Class ? ScopeKind::Class
                                         : ScopeKind::Function,
               id, depth};
@@ -764,6 +484,7 @@ void FileAnalyzer::recordImport(TSNode node) {
         std::string target = text(field(child, grammar.name)).str();
         StringRef alias = text(field(child, grammar.alias));
         importAliases[alias] = target;
+        scopes[openScopes.back()].imports[alias] = target;
         summary.edges.push_back(
             {EdgeKind::Import, from, target, line, 0, alias.str()});
         return;
@@ -772,6 +493,7 @@ void FileAnalyzer::recordImport(TSNode node) {
       // `import a.b` binds `a`.
       StringRef head = StringRef(target).split('.').first;
       importAliases.try_emplace(head, head.str());
+      scopes[openScopes.back()].imports.try_emplace(head, head.str());
       summary.edges.push_back({EdgeKind::Import, from, target, line, 0, ""});
     });
     return;
@@ -810,6 +532,7 @@ void FileAnalyzer::recordImport(TSNode node) {
     std::string target =
         module.empty() ? name.str() : module + "." + name.str();
     importAliases[bound] = target;
+    scopes[openScopes.back()].imports[bound] = target;
     summary.edges.push_back({EdgeKind::Import, from, target, line,
                              static_cast<uint32_t>(module.size()),
                              bound == name ? std::string() : bound.str()});
@@ -820,12 +543,122 @@ void FileAnalyzer::recordImport(TSNode node) {
                              static_cast<uint32_t>(module.size()), ""});
 }
 
-void FileAnalyzer::recordSyntaxError(TSNode node) {
-  if (numSyntaxErrors++ == 0) {
-    TSPoint point = ts_node_start_point(node);
-    firstErrorLine = point.row + 1;
-    firstErrorColumn = point.column + 1;
+/// Syntax errors reported one by one; beyond this, one warning counts them.
+constexpr unsigned kMaxSyntaxErrors = 10;
+
+void FileAnalyzer::recordSyntaxError(TSNode node, bool missing) {
+  TSPoint point = ts_node_start_point(node);
+  if (numSyntaxErrors++ >= kMaxSyntaxErrors) {
+    if (numSyntaxErrors == kMaxSyntaxErrors + 1)
+      firstUnreported = point;
+    return;
   }
+  std::string message = "invalid syntax: ";
+  if (missing) {
+    // A MISSING node is the token tree-sitter had to invent: `)` for an
+    // unclosed bracket, an identifier after `x = 1 +`.
+    StringRef type = ts_node_type(node);
+    message += type == "identifier" ? std::string("expression expected")
+                                    : ("missing '" + type + "'").str();
+  } else if (std::optional<std::pair<size_t, std::string>> eof =
+                 diagnoseAtEndOfFile(node)) {
+    // A region that runs to the end of the file starts wherever the
+    // parser lost track; the cause is usually an unclosed bracket or
+    // string inside it.
+    StringRef before = source.take_front(eof->first);
+    point.row = before.count('\n');
+    point.column = eof->first - (before.rfind('\n') + 1);
+    message += eof->second;
+  } else {
+    // Quote the start of what tree-sitter could not fit, on one line.
+    StringRef skipped = text(node);
+    skipped = skipped.take_until([](char c) { return c == '\n' || c == '\r'; });
+    skipped = skipped.rtrim();
+    if (skipped.empty()) {
+      message += "unexpected end of file";
+    } else {
+      std::string quoted;
+      for (char c : skipped.take_front(20)) {
+        if (llvm::isPrint(c) || (c & 0x80)) {
+          quoted += c;
+        } else {
+          quoted += "\\x";
+          quoted += llvm::hexdigit((uint8_t)c >> 4, true);
+          quoted += llvm::hexdigit((uint8_t)c & 15, true);
+        }
+      }
+      message += "unexpected '" + quoted + (skipped.size() > 20 ? "...'" : "'");
+    }
+  }
+  message += "; entities recovered by tree-sitter";
+  syntaxErrors.push_back({point.row + 1, point.column + 1, std::move(message)});
+}
+
+std::optional<std::pair<size_t, std::string>>
+FileAnalyzer::diagnoseAtEndOfFile(TSNode node) const {
+  size_t begin = ts_node_start_byte(node), end = ts_node_end_byte(node);
+  if (end > source.size() || begin >= end ||
+      !source.drop_front(end).trim().empty())
+    return std::nullopt;
+  // Brackets and strings, as the tokenizer sees them.
+  llvm::SmallVector<size_t, 16> open;
+  for (size_t i = begin; i < end; ++i) {
+    char c = source[i];
+    if (c == '#') {
+      i = std::min(source.find('\n', i), end);
+    } else if (c == '\'' || c == '"') {
+      size_t start = i;
+      bool triple = i + 2 < end && source[i + 1] == c && source[i + 2] == c;
+      i += triple ? 3 : 1;
+      for (; i < end; ++i) {
+        if (source[i] == '\\') {
+          ++i;
+          continue;
+        }
+        if (!triple && source[i] == '\n')
+          return std::make_pair(start,
+                                std::string("unterminated string literal"));
+        if (source[i] == c && (!triple || (i + 2 < end && source[i + 1] == c &&
+                                           source[i + 2] == c)))
+          break;
+      }
+      if (i >= end)
+        return std::make_pair(
+            start, std::string(triple ? "unterminated triple-quoted string "
+                                        "literal"
+                                      : "unterminated string literal"));
+      if (triple)
+        i += 2;
+    } else if (c == '(' || c == '[' || c == '{') {
+      open.push_back(i);
+    } else if (c == ')' || c == ']' || c == '}') {
+      if (!open.empty())
+        open.pop_back();
+    }
+  }
+  if (!open.empty())
+    return std::make_pair(open.front(),
+                          "'" + std::string(1, source[open.front()]) +
+                              "' was never closed");
+  return std::make_pair(end, std::string("unexpected end of file"));
+}
+
+void FileAnalyzer::reportSyntaxErrors(TSNode root) {
+  // Never silent: a tree that says it has an error where the walk met no
+  // ERROR or MISSING node (tree-sitter can mark an error on a node's own
+  // flags) still gets a warning, at the root.
+  if (!numSyntaxErrors && ts_node_has_error(root))
+    recordSyntaxError(root, /*missing=*/false);
+  if (!numSyntaxErrors)
+    return;
+  summary.parseError = true;
+  for (FileWarning &warning : syntaxErrors)
+    summary.warnings.push_back(std::move(warning));
+  if (numSyntaxErrors > kMaxSyntaxErrors)
+    summary.warnings.push_back(
+        {firstUnreported.row + 1, firstUnreported.column + 1,
+         std::to_string(numSyntaxErrors - kMaxSyntaxErrors) +
+             " more syntax errors in this file"});
 }
 
 std::string FileAnalyzer::resolveCallee(LocalId from, StringRef callee) const {
@@ -884,404 +717,26 @@ void FileAnalyzer::resolveCalls() {
   }
 }
 
-//===----------------------------------------------------------------------===//
-// Literal evaluation (decorator arguments, pytestmark)
-//===----------------------------------------------------------------------===//
-
-/// Appends code point \p cp to \p out as UTF-8 (surrogates included, as
-/// CPython's str can hold them).
-static void appendCodePoint(std::string &out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | cp >> 6));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | cp >> 12));
-    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | cp >> 18));
-    out.push_back(static_cast<char>(0x80 | (cp >> 12 & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp >> 6 & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
-/// The code point a `\N{name}` escape denotes, as CPython's unicodedata
-/// finds it: names and aliases in any case, but the algorithmic CJK and
-/// Hangul names in upper case only. Nothing for what LLVM's table does not
-/// know (the abbreviation aliases such as `BOM`), which then stays unknown.
-static std::optional<uint32_t> lookupUnicodeName(StringRef name) {
-  std::string upper = name.upper();
-  if ((StringRef(upper).starts_with("CJK UNIFIED IDEOGRAPH-") ||
-       StringRef(upper).starts_with("HANGUL SYLLABLE ")) &&
-      upper != name)
-    return std::nullopt;
-  if (std::optional<char32_t> cp =
-          llvm::sys::unicode::nameToCodepointStrict(upper))
-    return static_cast<uint32_t>(*cp);
-  return std::nullopt;
-}
-
-/// Decodes the body of one string literal with Python's escape rules.
-/// Returns false for escapes that cannot be decoded statically (a `\N{...}`
-/// name LLVM's Unicode table lacks).
-static bool decodeEscapes(StringRef body, bool isBytes, bool isFString,
-                          std::string &out) {
-  for (size_t i = 0; i < body.size(); ++i) {
-    char c = body[i];
-    if (isFString && (c == '{' || c == '}') && i + 1 < body.size() &&
-        body[i + 1] == c) {
-      out.push_back(c);
-      ++i;
-      continue;
-    }
-    if (c != '\\' || i + 1 == body.size()) {
-      out.push_back(c);
-      continue;
-    }
-    char e = body[++i];
-    auto hex = [&](unsigned digits) -> std::optional<uint32_t> {
-      uint32_t value = 0;
-      for (unsigned k = 1; k <= digits; ++k) {
-        if (i + k >= body.size() || !llvm::isHexDigit(body[i + k]))
-          return std::nullopt;
-        value = value * 16 + llvm::hexDigitValue(body[i + k]);
-      }
-      i += digits;
-      return value;
-    };
-    switch (e) {
-    case '\n':
-      break;
-    case '\\':
-    case '\'':
-    case '"':
-      out.push_back(e);
-      break;
-    case 'a':
-      out.push_back('\a');
-      break;
-    case 'b':
-      out.push_back('\b');
-      break;
-    case 'f':
-      out.push_back('\f');
-      break;
-    case 'n':
-      out.push_back('\n');
-      break;
-    case 'r':
-      out.push_back('\r');
-      break;
-    case 't':
-      out.push_back('\t');
-      break;
-    case 'v':
-      out.push_back('\v');
-      break;
-    case 'x': {
-      std::optional<uint32_t> value = hex(2);
-      if (!value)
-        return false;
-      if (isBytes)
-        out.push_back(static_cast<char>(*value));
-      else
-        appendCodePoint(out, *value);
-      break;
-    }
-    case 'u':
-    case 'U': {
-      if (isBytes) {
-        out.push_back('\\');
-        out.push_back(e);
-        break;
-      }
-      std::optional<uint32_t> value = hex(e == 'u' ? 4 : 8);
-      if (!value || *value > 0x10FFFF)
-        return false;
-      appendCodePoint(out, *value);
-      break;
-    }
-    case 'N': {
-      if (isBytes) {
-        out.push_back('\\');
-        out.push_back(e);
-        break;
-      }
-      if (i + 1 >= body.size() || body[i + 1] != '{')
-        return false;
-      size_t close = body.find('}', i + 2);
-      if (close == StringRef::npos)
-        return false;
-      std::optional<uint32_t> value =
-          lookupUnicodeName(body.slice(i + 2, close));
-      if (!value)
-        return false;
-      appendCodePoint(out, *value);
-      i = close;
-      break;
-    }
-    default:
-      if (e >= '0' && e <= '7') {
-        uint32_t value = e - '0';
-        for (unsigned k = 0; k < 2 && i + 1 < body.size() &&
-                             body[i + 1] >= '0' && body[i + 1] <= '7';
-             ++k)
-          value = value * 8 + (body[++i] - '0');
-        if (isBytes)
-          out.push_back(static_cast<char>(value & 0xFF));
-        else
-          appendCodePoint(out, value);
-        break;
-      }
-      // Unknown escapes are kept verbatim.
-      out.push_back('\\');
-      out.push_back(e);
-      break;
-    }
-  }
-  return true;
-}
-
-std::vector<std::string> FileAnalyzer::getFixtureRequests(TSNode def) const {
-  std::vector<std::string> names;
-  TSNode parameters = field(def, grammar.parameters);
-  if (ts_node_is_null(parameters))
-    return names;
-  forEachChild(parameters, [&](TSNode child, TSFieldId) {
-    StringRef type = ts_node_type(child);
-    if (type == "positional_separator") {
-      // Positional-only parameters cannot be requested by keyword.
-      names.clear();
-    } else if (type == "identifier") {
-      names.push_back(text(child).str());
-    } else if (type == "typed_parameter") {
-      // `x: int`; a typed `*args` holds a splat pattern instead.
-      TSNode first = ts_node_named_child(child, 0);
-      if (grammar.kindOf(first) == Kind::Identifier)
-        names.push_back(text(first).str());
-    }
-    // Parameters with defaults, `*args`, `**kwargs` and `*` are not
-    // requests.
-  });
-  return names;
-}
-
-std::optional<PyValue> FileAnalyzer::evaluateString(TSNode node) const {
-  bool hasInterpolation = false;
-  forEachChild(node, [&](TSNode child, TSFieldId) {
-    hasInterpolation |= grammar.kindOf(child) == Kind::Interpolation;
-  });
-  if (hasInterpolation)
-    return std::nullopt;
-  StringRef literal = text(node);
-  size_t quote = literal.find_first_of("'\"");
-  if (quote == StringRef::npos)
-    return std::nullopt;
-  std::string prefix = literal.take_front(quote).lower();
-  StringRef rest = literal.drop_front(quote);
-  size_t quoteLength =
-      rest.starts_with("'''") || rest.starts_with("\"\"\"") ? 3 : 1;
-  if (rest.size() < 2 * quoteLength)
-    return std::nullopt;
-  StringRef body = rest.drop_front(quoteLength).drop_back(quoteLength);
-  PyValue value;
-  bool isBytes = StringRef(prefix).contains('b');
-  value.kind = isBytes ? PyValue::Kind::Bytes : PyValue::Kind::Str;
-  if (StringRef(prefix).contains('r')) {
-    value.text = body.str();
-    return value;
-  }
-  if (!decodeEscapes(body, isBytes, StringRef(prefix).contains('f'),
-                     value.text))
-    return std::nullopt;
-  return value;
-}
-
-std::optional<PyValue> FileAnalyzer::evaluate(TSNode node,
-                                              unsigned depth) const {
-  if (ts_node_is_null(node) || depth > 32)
-    return std::nullopt;
-  PyValue value;
-  switch (grammar.kindOf(node)) {
-  case Kind::True:
-  case Kind::False:
-    value.kind = PyValue::Kind::Bool;
-    value.boolValue = grammar.kindOf(node) == Kind::True;
-    return value;
-  case Kind::None:
-    value.kind = PyValue::Kind::None;
-    return value;
-  case Kind::Integer: {
-    std::string digits = text(node).str();
-    llvm::erase(digits, '_');
-    StringRef ref = digits;
-    if (ref.ends_with("j") || ref.ends_with("J"))
-      return std::nullopt;
-    unsigned radix = 10;
-    if (ref.starts_with_insensitive("0x"))
-      radix = 16;
-    else if (ref.starts_with_insensitive("0o"))
-      radix = 8;
-    else if (ref.starts_with_insensitive("0b"))
-      radix = 2;
-    if (radix != 10)
-      ref = ref.drop_front(2);
-    unsigned long long parsed;
-    if (llvm::getAsUnsignedInteger(ref, radix, parsed) ||
-        parsed > static_cast<unsigned long long>(INT64_MAX))
-      return std::nullopt;
-    value.kind = PyValue::Kind::Int;
-    value.intValue = static_cast<int64_t>(parsed);
-    return value;
-  }
-  case Kind::Float: {
-    std::string digits = text(node).str();
-    llvm::erase(digits, '_');
-    if (StringRef(digits).ends_with_insensitive("j"))
-      return std::nullopt;
-    value.kind = PyValue::Kind::Float;
-    value.floatValue = strtod(digits.c_str(), nullptr);
-    return value;
-  }
-  case Kind::String:
-    return evaluateString(node);
-  case Kind::ConcatenatedString: {
-    std::optional<PyValue> joined;
-    bool ok = true;
-    forEachChild(node, [&](TSNode child, TSFieldId) {
-      if (!ok || grammar.kindOf(child) != Kind::String)
-        return;
-      std::optional<PyValue> piece = evaluateString(child);
-      if (!piece || (joined && joined->kind != piece->kind)) {
-        ok = false;
-        return;
-      }
-      if (!joined)
-        joined = std::move(piece);
-      else
-        joined->text += piece->text;
-    });
-    return ok ? joined : std::nullopt;
-  }
-  case Kind::UnaryOperator: {
-    std::optional<PyValue> operand =
-        evaluate(field(node, grammar.argument), depth + 1);
-    StringRef op = text(field(node, grammar.operatorField));
-    if (!operand || (op != "-" && op != "+"))
-      return std::nullopt;
-    if (op == "+")
-      return operand;
-    if (operand->kind == PyValue::Kind::Int)
-      operand->intValue = -operand->intValue;
-    else if (operand->kind == PyValue::Kind::Float)
-      operand->floatValue = -operand->floatValue;
-    else
-      return std::nullopt;
-    return operand;
-  }
-  case Kind::ParenthesizedExpression:
-    return evaluate(ts_node_named_child(node, 0), depth + 1);
-  case Kind::Tuple:
-  case Kind::List:
-  case Kind::Set:
-  case Kind::Dictionary: {
-    Kind kind = grammar.kindOf(node);
-    value.kind = kind == Kind::Tuple  ? PyValue::Kind::Tuple
-                 : kind == Kind::List ? PyValue::Kind::List
-                 : kind == Kind::Set  ? PyValue::Kind::Set
-                                      : PyValue::Kind::Dict;
-    bool ok = true;
-    forEachChild(node, [&](TSNode child, TSFieldId) {
-      if (!ok || !ts_node_is_named(child) ||
-          grammar.kindOf(child) == Kind::Comment)
-        return;
-      if (value.kind == PyValue::Kind::Dict) {
-        if (grammar.kindOf(child) != Kind::Pair) {
-          ok = false;
-          return;
-        }
-        std::optional<PyValue> key =
-            evaluate(field(child, grammar.key), depth + 1);
-        std::optional<PyValue> item =
-            evaluate(field(child, grammar.value), depth + 1);
-        if (!key || !item) {
-          ok = false;
-          return;
-        }
-        value.elements.push_back(std::move(*key));
-        value.elements.push_back(std::move(*item));
-        return;
-      }
-      std::optional<PyValue> element = evaluate(child, depth + 1);
-      if (!element) {
-        // A non-literal element keeps its place as Unknown: parametrize can
-        // still give it an `argname<index>` id.
-        if (kind == Kind::Tuple || kind == Kind::List) {
-          value.elements.emplace_back();
-          return;
-        }
-        ok = false;
-        return;
-      }
-      value.elements.push_back(std::move(*element));
-    });
-    if (!ok)
-      return std::nullopt;
-    return value;
-  }
-  case Kind::Identifier:
-  case Kind::Attribute: {
-    std::string dotted = getDottedName(node);
-    if (dotted.empty())
-      return std::nullopt;
-    value.kind = PyValue::Kind::Name;
-    value.text = std::move(dotted);
-    return value;
-  }
-  case Kind::Call: {
-    value.kind = PyValue::Kind::Call;
-    value.text = getDottedName(field(node, grammar.function));
-    TSNode arguments = field(node, grammar.arguments);
-    if (grammar.kindOf(arguments) != Kind::ArgumentList)
-      return value.text.empty() ? std::nullopt : std::optional(value);
-    bool ok = true;
-    forEachChild(arguments, [&](TSNode child, TSFieldId) {
-      if (!ok || !ts_node_is_named(child) ||
-          grammar.kindOf(child) == Kind::Comment)
-        return;
-      if (grammar.kindOf(child) == Kind::KeywordArgument) {
-        std::optional<PyValue> argument =
-            evaluate(field(child, grammar.value), depth + 1);
-        value.keywords.emplace_back(text(field(child, grammar.name)).str(),
-                                    argument ? std::move(*argument)
-                                             : PyValue());
-        return;
-      }
-      std::optional<PyValue> argument = evaluate(child, depth + 1);
-      value.elements.push_back(argument ? std::move(*argument) : PyValue());
-    });
-    return value;
-  }
-  default:
-    return std::nullopt;
-  }
-}
-
 FileSummary fastci::python::analyzePythonSource(StringRef source,
                                                 StringRef path,
-                                                StringRef moduleName) {
+                                                StringRef moduleName,
+                                                const PytestConfig &config) {
   // PEP 263: a file declared in Latin-1 or cp1252 is parsed as its UTF-8
   // decoding, as CPython would see it.
   std::vector<FileWarning> encodingWarnings;
   std::optional<std::string> decoded =
       decodePythonSource(source, encodingWarnings);
-  FileSummary summary =
-      FileAnalyzer(decoded ? StringRef(*decoded) : source, path, moduleName)
-          .run();
+  FileSummary summary = FileAnalyzer(decoded ? StringRef(*decoded) : source,
+                                     path, moduleName, config)
+                            .run();
   summary.warnings.insert(summary.warnings.begin(), encodingWarnings.begin(),
                           encodingWarnings.end());
   return summary;
+}
+
+FileSummary fastci::python::analyzePythonSource(StringRef source,
+                                                StringRef path,
+                                                StringRef moduleName) {
+  static const PytestConfig defaults;
+  return analyzePythonSource(source, path, moduleName, defaults);
 }

@@ -17,8 +17,9 @@ namespace {
 /// entries of older builds are ignored rather than misread.
 constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
 // 4: names left out of hashes, 5: pytest facts, 6: import aliases,
-// 8: parameters, fixture facts and mark names.
-constexpr uint32_t kSummaryVersion = 8;
+// 8: parameters, fixture facts and mark names, 9: names, parse errors,
+// enclosing items.
+constexpr uint32_t kSummaryVersion = 9;
 
 class Writer {
 public:
@@ -250,6 +251,7 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.strings(entity.decorators);
     w.u8(entity.isAsync | entity.isLambda << 1 | entity.isFixture << 2);
     w.strings(entity.parameters);
+    w.strings(entity.names);
   }
   w.u32(summary.edges.size());
   for (const EdgeSummary &edge : summary.edges) {
@@ -270,7 +272,8 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     writeWorkload(w, test.workload);
     writeFloors(w, test.floors);
     w.str(test.entrySymbol);
-    w.u8(test.inheritedUnknown);
+    w.u8(test.inheritedUnknown | test.enclosing << 1);
+    w.str(test.reason);
   }
   w.u32(summary.warnings.size());
   for (const FileWarning &warning : summary.warnings) {
@@ -290,8 +293,14 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.strings(facts.fixtureIds);
     w.stringLists(facts.fixtureCaseTags);
     w.u8(facts.fixtureScope);
+    w.u8(facts.generator);
+    w.u8(facts.generatedKnown | facts.instantiated << 1 |
+         facts.dynamicMembers << 2 | facts.replaced << 3);
+    w.strings(facts.generatedNames);
   }
   writeMarks(w, summary.moduleMarks);
+  w.u8(summary.parseError | summary.dynamicTests << 1);
+  w.strings(summary.moduleNames);
   return out;
 }
 
@@ -321,6 +330,7 @@ fastci::python::deserializeSummary(StringRef buffer) {
     entity.isLambda = flags & 2;
     entity.isFixture = flags & 4;
     entity.parameters = r.strings();
+    entity.names = r.strings();
   }
   summary.edges.resize(r.count());
   for (EdgeSummary &edge : summary.edges) {
@@ -345,7 +355,10 @@ fastci::python::deserializeSummary(StringRef buffer) {
       return llvm::createStringError("bad workload value");
     readFloors(r, test.floors);
     test.entrySymbol = r.str();
-    test.inheritedUnknown = r.u8();
+    uint8_t testFlags = r.u8();
+    test.inheritedUnknown = testFlags & 1;
+    test.enclosing = testFlags & 2;
+    test.reason = r.str();
   }
   summary.warnings.resize(r.count());
   for (FileWarning &warning : summary.warnings) {
@@ -368,9 +381,20 @@ fastci::python::deserializeSummary(StringRef buffer) {
     facts.fixtureIds = r.strings();
     facts.fixtureCaseTags = r.stringLists();
     facts.fixtureScope = r.u8();
+    facts.generator = r.u8();
+    uint8_t classFlags = r.u8();
+    facts.generatedKnown = classFlags & 1;
+    facts.instantiated = classFlags & 2;
+    facts.dynamicMembers = classFlags & 4;
+    facts.replaced = classFlags & 8;
+    facts.generatedNames = r.strings();
   }
   if (!readMarks(r, summary.moduleMarks))
     return llvm::createStringError("bad mark");
+  uint8_t fileFlags = r.u8();
+  summary.parseError = fileFlags & 1;
+  summary.dynamicTests = fileFlags & 2;
+  summary.moduleNames = r.strings();
   if (!r.ok() || !r.atEnd())
     return llvm::createStringError("truncated or corrupted summary");
   // Local ids must point backwards (parents precede children) or the
@@ -389,9 +413,9 @@ fastci::python::deserializeSummary(StringRef buffer) {
     if (facts.entity < 0 ||
         static_cast<size_t>(facts.entity) >= summary.entities.size())
       return llvm::createStringError("bad pytest entity");
+  // A file item's entry is the module.
   for (const TestSummary &test : summary.tests)
-    if (test.entry < 0 ||
-        static_cast<size_t>(test.entry) >= summary.entities.size())
+    if (!validLocal(test.entry, summary.entities.size()))
       return llvm::createStringError("bad test entry");
   return summary;
 }

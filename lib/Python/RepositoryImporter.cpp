@@ -11,6 +11,9 @@
 #include "fastci/Python/Analyzer.h"
 #include "fastci/Python/FileSummary.h"
 #include "fastci/Python/Pytest.h"
+#include "fastci/Python/PytestConfig.h"
+#include "fastci/Python/PythonAttrs.h"
+#include "fastci/Python/SummaryCache.h"
 #include "fastci/Workload/Lowering.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -43,6 +46,12 @@ struct FileResult {
   /// Set when the file could not be read at all.
   std::string readError;
   bool fromCache = false;
+  /// Taken from the cache on its size and modification time alone.
+  bool statClean = false;
+  /// The summary's binary form for the cache: the cached bytes, or the
+  /// new serialization.
+  StringRef cachedBytes;
+  std::string serialized;
 };
 
 uint64_t hashBytes(StringRef bytes) {
@@ -103,8 +112,10 @@ public:
 
 private:
   FileResult processFile(const SourceFile &file) const;
-  std::string getCachePath(const SourceFile &file, uint64_t contentHash) const;
-  void writeCache(StringRef cachePath, const FileSummary &summary) const;
+  /// Replaces the cache with this run's files when anything changed.
+  void writeCache(llvm::ArrayRef<SourceFile> files,
+                  std::vector<FileResult> &results,
+                  llvm::ArrayRef<size_t> relinked) const;
   std::string getDiskPath(StringRef relPath) const {
     llvm::SmallString<256> path(options.tree.root);
     llvm::sys::path::append(path, relPath);
@@ -120,6 +131,12 @@ private:
   ImportStatistics &stats;
   /// For each taken symbol, the last N of `symbol#N` handed out.
   llvm::StringMap<unsigned> symbolCounts;
+  /// pytest's collection options from the root's configuration file.
+  PytestConfig pytestConfig;
+  /// The summary cache (when `cache=` is given) and the key its entries
+  /// must have been made under.
+  std::optional<SummaryCache> cache;
+  uint64_t cacheKey = 0;
 };
 
 /// A marker's floors={...} as the attribute load-manifest gives a manifest
@@ -148,6 +165,32 @@ Attribute floorOverridesAttr(const FloorOverrides &floors) {
 
 FileResult Importer::processFile(const SourceFile &file) const {
   FileResult result;
+  // A file whose size and modification time are what the cache recorded is
+  // not opened at all.
+  const SummaryCacheEntry *entry = cache ? cache->lookup(file.path) : nullptr;
+  if (entry && entry->moduleName != file.moduleName)
+    entry = nullptr;
+  auto fromEntry = [&]() {
+    llvm::Expected<FileSummary> summary = deserializeSummary(entry->summary);
+    if (!summary) {
+      // A damaged entry is simply rebuilt.
+      llvm::consumeError(summary.takeError());
+      return false;
+    }
+    result.summary = std::move(*summary);
+    result.fromCache = true;
+    result.cachedBytes = entry->summary;
+    return true;
+  };
+  if (entry && entry->size == file.size && entry->mtimeNs == file.mtimeNs &&
+      cache->isStatTrusted(*entry)) {
+    result.contentHash = entry->contentHash;
+    result.size = entry->size;
+    if (fromEntry()) {
+      result.statClean = true;
+      return result;
+    }
+  }
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(getDiskPath(file.path), /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
@@ -158,58 +201,44 @@ FileResult Importer::processFile(const SourceFile &file) const {
   StringRef source = (*buffer)->getBuffer();
   result.contentHash = hashBytes(source);
   result.size = source.size();
-  std::string cachePath;
-  if (!options.cacheDir.empty()) {
-    cachePath = getCachePath(file, result.contentHash);
-    if (auto cached = llvm::MemoryBuffer::getFile(cachePath, false, false)) {
-      llvm::Expected<FileSummary> summary =
-          deserializeSummary((*cached)->getBuffer());
-      if (summary) {
-        result.summary = std::move(*summary);
-        result.fromCache = true;
-        return result;
-      }
-      // A damaged entry is simply rebuilt.
-      llvm::consumeError(summary.takeError());
-    }
-  }
-  result.summary = analyzePythonSource(source, file.path, file.moduleName);
-  if (!cachePath.empty())
-    writeCache(cachePath, *result.summary);
+  // Touched but not edited (a checkout, a rebase): the content decides.
+  if (entry && entry->contentHash == result.contentHash && fromEntry())
+    return result;
+  result.summary =
+      analyzePythonSource(source, file.path, file.moduleName, pytestConfig);
   return result;
 }
 
-std::string Importer::getCachePath(const SourceFile &file,
-                                   uint64_t contentHash) const {
-  std::string identity = file.path + '\0' + file.moduleName;
-  uint64_t key = contentHash ^ (hashBytes(identity) * 0x9E3779B97F4A7C15ULL);
-  llvm::SmallString<256> path(options.cacheDir);
-  llvm::sys::path::append(path, llvm::utohexstr(key, /*LowerCase=*/true) +
-                                    ".summary");
-  return std::string(path);
-}
-
-void Importer::writeCache(StringRef cachePath,
-                          const FileSummary &summary) const {
-  // Write-then-rename, so a concurrent or interrupted run never sees half
-  // an entry. Failures only cost the cache hit next time.
-  llvm::SmallString<256> model(options.cacheDir);
-  llvm::sys::path::append(model, "tmp-%%%%%%%%.summary");
-  int fd;
-  llvm::SmallString<256> tempPath;
-  if (fs::createUniqueFile(model, fd, tempPath))
-    return;
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << serializeSummary(summary);
-    if (os.has_error()) {
-      os.clear_error();
-      fs::remove(tempPath);
-      return;
+void Importer::writeCache(llvm::ArrayRef<SourceFile> files,
+                          std::vector<FileResult> &results,
+                          llvm::ArrayRef<size_t> relinked) const {
+  // Summaries are stored as linked: those whose items the link recomputed
+  // are serialized again.
+  for (size_t index : relinked)
+    if (results[index].summary) {
+      results[index].serialized = serializeSummary(*results[index].summary);
+      results[index].fromCache = false;
     }
+  std::vector<SummaryCacheEntry> entries;
+  entries.reserve(files.size());
+  for (auto [file, result] : llvm::zip(files, results)) {
+    if (!result.summary)
+      continue;
+    SummaryCacheEntry entry;
+    entry.path = file.path;
+    entry.moduleName = file.moduleName;
+    // The size and time of the walk: an edit since then makes them differ.
+    entry.size = file.size;
+    entry.mtimeNs = file.mtimeNs;
+    entry.contentHash = result.contentHash;
+    if (!result.fromCache && result.serialized.empty())
+      result.serialized = serializeSummary(*result.summary);
+    entry.summary =
+        result.fromCache ? result.cachedBytes : StringRef(result.serialized);
+    entries.push_back(entry);
   }
-  if (fs::rename(tempPath, cachePath))
-    fs::remove(tempPath);
+  // Failures only cost the cache hits next time.
+  llvm::consumeError(SummaryCache::write(options.cacheDir, cacheKey, entries));
 }
 
 std::string Importer::makeUnique(std::string symbol) {
@@ -229,6 +258,14 @@ std::string Importer::makeUnique(std::string symbol) {
 }
 
 LogicalResult Importer::run() {
+  // Where the time goes, for --pass-statistics and the benchmark.
+  auto start = std::chrono::steady_clock::now();
+  auto lap = [&](uint64_t &micros) {
+    auto now = std::chrono::steady_clock::now();
+    micros += std::chrono::duration_cast<std::chrono::microseconds>(now - start)
+                  .count();
+    start = now;
+  };
   bool walkFailed = false;
   std::vector<SourceFile> files =
       collectSourceFiles(options.tree, diag, walkFailed);
@@ -242,6 +279,18 @@ LogicalResult Importer::run() {
     }
   }
   stats.filesFound = files.size();
+  {
+    std::vector<FileWarning> configWarnings;
+    pytestConfig = readPytestConfig(options.tree.root, configWarnings);
+    // Test items depend on pytest's configuration.
+    cacheKey = hashBytes(pytestConfig.fingerprint());
+    for (const FileWarning &warning : configWarnings) {
+      llvm::SmallString<256> configPath(options.tree.root);
+      llvm::sys::path::append(configPath, pytestConfig.source);
+      diag.emit(Severity::Warning, configPath, warning.line, warning.column,
+                warning.message);
+    }
+  }
   // merge-evidence and mark-changed find the checkout through `root`.
   llvm::SmallString<256> rootPath;
   if (fs::real_path(options.tree.root, rootPath)) {
@@ -249,6 +298,10 @@ LogicalResult Importer::run() {
     fs::make_absolute(rootPath);
   }
   module.getAttrs().set("root", Attribute::getString(rootPath.str()));
+  lap(stats.walkMicros);
+  if (!options.cacheDir.empty())
+    cache = SummaryCache::open(options.cacheDir, cacheKey);
+  lap(stats.cacheReadMicros);
 
   std::vector<FileResult> results(files.size());
   {
@@ -277,10 +330,32 @@ LogicalResult Importer::run() {
           tbb::simple_partitioner());
     });
   }
-  // Tests inherited across modules need every file's summary.
-  linkPytestItems(files, [&](size_t i) {
-    return results[i].summary ? &*results[i].summary : nullptr;
-  });
+  lap(stats.filesMicros);
+  // The cache holds summaries as linked last time: when no file changed
+  // (and the set of files did not), linking again would give the same
+  // items.
+  bool unchanged = cache && cache->size() == files.size() &&
+                   llvm::all_of(results, [](const FileResult &result) {
+                     return result.statClean;
+                   });
+  std::vector<size_t> relinked;
+  if (!unchanged) {
+    // Tests inherited across modules need every file's summary.
+    relinked = linkPytestItems(
+        files,
+        [&](size_t i) {
+          return results[i].summary ? &*results[i].summary : nullptr;
+        },
+        pytestConfig, options.jobs);
+  }
+  lap(stats.linkMicros);
+  if (cache) {
+    if (!unchanged)
+      writeCache(files, results, relinked);
+    // The mapping is no longer needed: cached summaries were copied out.
+    cache.reset();
+  }
+  lap(stats.cacheWriteMicros);
 
   // Entities first, for every file, so that edges can resolve across files.
   struct Placed {
@@ -310,6 +385,13 @@ LogicalResult Importer::run() {
     Placed &entry = placed[i];
     entry.moduleId = module.addEntity(EntityKind::Module, moduleSymbol, fileId,
                                       moduleRange, summary.moduleHash);
+    {
+      AttrDict &attrs = module.getEntity(entry.moduleId).attrs;
+      if (summary.parseError)
+        attrs.set(attr::kParseError, Attribute::getBool(true));
+      if (!summary.moduleNames.empty())
+        attrs.set(attr::kNames, Attribute::getStringList(summary.moduleNames));
+    }
     for (const EntitySummary &entity : summary.entities) {
       EntityId parent = entity.parent == kModuleScope
                             ? entry.moduleId
@@ -328,6 +410,8 @@ LogicalResult Importer::run() {
         attrs.set("lambda", Attribute::getBool(true));
       if (entity.isFixture)
         attrs.set("fixture", Attribute::getBool(true));
+      if (!entity.names.empty())
+        attrs.set(attr::kNames, Attribute::getStringList(entity.names));
       entry.ids.push_back(id);
     }
     stats.bytesRead += result.size;
@@ -372,11 +456,16 @@ LogicalResult Importer::run() {
         test.attrs.set(kFloorOverridesAttr,
                        floorOverridesAttr(testSummary.floors));
       if (testSummary.parametrized)
-        test.attrs.set("parametrized", Attribute::getBool(true));
+        test.attrs.set(attr::kParametrized, Attribute::getBool(true));
       if (testSummary.inheritedUnknown)
-        test.attrs.set("inherited-unknown", Attribute::getBool(true));
+        test.attrs.set(attr::kInheritedUnknown, Attribute::getBool(true));
+      if (testSummary.enclosing) {
+        test.attrs.set(attr::kEnclosing, Attribute::getBool(true));
+        test.attrs.set(attr::kReason, Attribute::getString(testSummary.reason));
+      }
     }
   }
+  lap(stats.buildMicros);
   return success();
 }
 

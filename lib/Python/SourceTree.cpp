@@ -17,6 +17,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 using namespace fastci;
@@ -89,7 +90,12 @@ public:
   void walk(StringRef relDir, StringRef absDir);
 
   /// Selected files: path relative to the root, and size.
-  std::vector<std::pair<std::string, uint64_t>> files;
+  struct FoundFile {
+    std::string path;
+    uint64_t size;
+    int64_t mtimeNs;
+  };
+  std::vector<FoundFile> files;
   llvm::StringSet<> packages;
 
 private:
@@ -137,6 +143,7 @@ void Walker::walk(StringRef relDir, StringRef absDir) {
     std::string name;
     bool isDir;
     uint64_t size;
+    int64_t mtimeNs;
   };
   std::vector<Entry> entries;
   std::error_code ec;
@@ -149,17 +156,25 @@ void Walker::walk(StringRef relDir, StringRef absDir) {
       continue;
     fs::file_type type = status->type();
     uint64_t size = status->getSize();
+    auto toNs = [](llvm::sys::TimePoint<> time) {
+      return static_cast<int64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+              time.time_since_epoch())
+              .count());
+    };
+    int64_t mtimeNs = toNs(status->getLastModificationTime());
     if (type == fs::file_type::symlink_file) {
       fs::file_status target;
       if (fs::status(it->path(), target))
         continue;
       type = target.type();
       size = target.getSize();
+      mtimeNs = toNs(target.getLastModificationTime());
     }
     if (type == fs::file_type::directory_file ||
         type == fs::file_type::regular_file)
       entries.push_back(
-          {name.str(), type == fs::file_type::directory_file, size});
+          {name.str(), type == fs::file_type::directory_file, size, mtimeNs});
   }
   if (ec) {
     warn(absDir, "cannot read directory: " + ec.message());
@@ -194,7 +209,7 @@ void Walker::walk(StringRef relDir, StringRef absDir) {
       continue;
     if (!options.include.empty() && !matchesAnyGlob(options.include, relPath))
       continue;
-    files.emplace_back(std::move(relPath), entry.size);
+    files.push_back({std::move(relPath), entry.size, entry.mtimeNs});
   }
 }
 
@@ -210,13 +225,14 @@ fastci::python::collectSourceFiles(const SourceTreeOptions &options,
   }
   Walker walker(options, diag);
   walker.walk("", options.root);
-  llvm::sort(walker.files);
+  llvm::sort(walker.files,
+             [](const auto &a, const auto &b) { return a.path < b.path; });
   std::vector<SourceFile> result;
   result.reserve(walker.files.size());
-  for (auto &[path, size] : walker.files) {
+  for (auto &[path, size, mtimeNs] : walker.files) {
     std::string module = computeModuleName(
         path, [&](StringRef dir) { return walker.packages.contains(dir); });
-    result.push_back({std::move(path), std::move(module), size});
+    result.push_back({std::move(path), std::move(module), size, mtimeNs});
   }
   return result;
 }

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Select/ChangeSet.h"
+#include "fastci/Diff/DiffAttrs.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -27,8 +28,27 @@ ChangeSet::ChangeSet(const Module &module)
     relevant.index = index;
     if (change.entity < module.getNumEntities()) {
       relevant.entity = change.entity;
-      relevant.region = getRegion(change.entity);
       changedEntities[change.entity] = true;
+      // A classified change of a module's own lines leaves the functions
+      // and classes defined in it as they were.
+      std::optional<llvm::StringRef> level =
+          lookupString(change.attrs, diff::attr::kModuleLevel);
+      if (level && module.getEntity(change.entity).kind == EntityKind::Module &&
+          (*level == diff::attr::kDefinition ||
+           *level == diff::attr::kEffect)) {
+        relevant.level = *level == diff::attr::kDefinition
+                             ? ModuleLevel::Definition
+                             : ModuleLevel::Effect;
+        relevant.region = {change.entity};
+      } else {
+        relevant.region = getRegion(change.entity);
+      }
+      relevant.importEffect = level && *level == diff::attr::kEffect;
+      if (const Attribute *defines = change.attrs.lookup(diff::attr::kDefines);
+          defines && defines->isList())
+        for (const Attribute &name : defines->getList())
+          if (name.isString())
+            relevant.defines.push_back(name.getString().str());
     }
     relevant.oldSymbols.push_back(change.symbol.str());
     if (std::optional<llvm::StringRef> from =

@@ -9,11 +9,16 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Select/Selector.h"
+#include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Diff/ImportGraph.h"
 #include "fastci/Evidence/EvidenceMerger.h"
+#include "fastci/Python/PythonAttrs.h"
 #include "fastci/Select/ChangeSet.h"
 #include "fastci/Select/ContextPruner.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Select/StaticReach.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -29,6 +34,8 @@ llvm::StringRef fastci::stringifySelectionRule(SelectionRule rule) {
     return "policy-all";
   case SelectionRule::ChangedTest:
     return "changed-test";
+  case SelectionRule::ParseError:
+    return "parse-error";
   case SelectionRule::MissingEvidence:
     return "missing-evidence";
   case SelectionRule::StaleEvidence:
@@ -37,6 +44,12 @@ llvm::StringRef fastci::stringifySelectionRule(SelectionRule rule) {
     return "unverified-evidence";
   case SelectionRule::ReferencedFile:
     return "referenced-file";
+  case SelectionRule::ReadsFile:
+    return "reads-file";
+  case SelectionRule::ImportTime:
+    return "import-time";
+  case SelectionRule::ModuleName:
+    return "module-name";
   case SelectionRule::SampledCaller:
     return "sampled-caller";
   case SelectionRule::StaticReach:
@@ -100,9 +113,22 @@ public:
 
 private:
   LogicalResult readEvidenceStates();
+  void findRepresentatives();
   void applyPolicy();
   void applyTestRules();
+  void applyStaleEvidence(const Test &test, Verdict &verdict);
   void applyChange(const RelevantChange &change);
+  bool applyParseError(const RelevantChange &change);
+  bool applyModuleNames(const RelevantChange &change, llvm::StringRef scope);
+  bool applyImportTime(const RelevantChange &change);
+  bool selectImporters(EntityId moduleEntity, const std::string &what);
+  llvm::DenseSet<EntityId> getImporters(EntityId moduleEntity);
+  const StaticPaths *getReaching(const RelevantChange &change);
+  void buildImportGraph();
+  EntityId getModuleOf(EntityId entity) const;
+  EntityId getTestModule(const Test &test) const;
+  EntityId getEntry(const Test &test) const;
+  bool hasNames(EntityId moduleEntity) const;
   bool applySampledCallers(const RelevantChange &change,
                            const llvm::DenseSet<TestId> &executing);
   bool applyStaticReach(const RelevantChange &change);
@@ -121,6 +147,32 @@ private:
   /// Tests whose stale evidence names a symbol (code since changed).
   llvm::StringMap<std::vector<TestId>> staleUsers;
   std::vector<std::string> unreached;
+  /// Static reach of each change (by its position in the ChangeSet), found
+  /// once for the rules that need it.
+  std::vector<std::optional<StaticPaths>> reaching;
+  /// Entities whose staleness matters for this merge request: in a changed
+  /// region, enclosing one, or reaching one statically (stale heals).
+  std::optional<llvm::DenseSet<EntityId>> staleRelevant;
+  /// The static import graph, built when a rule first needs it.
+  std::optional<ImportGraph> imports;
+  /// Each test's root modules: its file's module and the conftests above it.
+  std::vector<llvm::SmallVector<EntityId, 4>> testRoots;
+  /// Module-level import edges by the name they import (their modules),
+  /// and tests by entry, for module-name selection.
+  std::optional<llvm::StringMap<std::vector<EntityId>>> importsByName;
+  llvm::DenseMap<EntityId, std::vector<TestId>> testsByEntry;
+  /// Readers of module-level names: (name, entity) sorted by name.
+  std::optional<std::vector<std::pair<llvm::StringRef, EntityId>>> readers;
+  /// For tests the evidence recorded under a static item (`f[a]` under the
+  /// parametrized `f`, tests under an enclosing file or class item): that
+  /// static test; kNoTest otherwise.
+  std::vector<TestId> representative;
+  /// For static tests that evidence tests stand for: how many.
+  std::vector<uint32_t> numRepresented;
+  /// Whether parse-python wrote `names` (found on first use).
+  mutable std::optional<bool> namesWritten;
+  /// For those: whether every evidence test under it has exact evidence.
+  std::vector<bool> representedExact;
 };
 
 } // namespace
@@ -145,6 +197,11 @@ LogicalResult Selector::readEvidenceStates() {
       for (const Attribute &symbol : stale->getList())
         if (symbol.isString())
           staleUsers[symbol.getString()].push_back(test.index);
+    // Exact records name code by symbol; code deleted or moved since is
+    // matched by its old name like stale evidence.
+    for (const std::string &symbol : graph.getUnresolvedFunctions(test.index))
+      if (!llvm::is_contained(staleUsers[symbol], test.index))
+        staleUsers[symbol].push_back(test.index);
   }
   return success(ok);
 }
@@ -198,6 +255,25 @@ void Selector::applyPolicy() {
               .str();
         });
       }
+    } else if (*decision == "reads") {
+      // Evidence says which tests opened the file: exactly those.
+      Attribute names = file.attrs.get(diff::attr::kReaders);
+      for (const Attribute &name :
+           names.isList() ? names.getList() : llvm::ArrayRef<Attribute>()) {
+        TestId test =
+            name.isString() ? module.lookupTest(name.getString()) : kNoTest;
+        if (test == kNoTest)
+          continue;
+        verdicts[test].offer(SelectionRule::ReadsFile, [&] {
+          return ("reads-file: its evidence read changed '" + file.path + "'")
+              .str();
+        });
+      }
+      for (TestId test : graph.getTestsReading(file.path))
+        verdicts[test].offer(SelectionRule::ReadsFile, [&] {
+          return ("reads-file: its evidence read changed '" + file.path + "'")
+              .str();
+        });
     } else if (*decision != "ignore" && *decision != "python" &&
                *decision != "modules") {
       diag.warning(file.loc, "changed file '" + file.path +
@@ -216,13 +292,73 @@ void Selector::applyPolicy() {
     verdict.offer(SelectionRule::PolicyAll, [&] { return reason; });
 }
 
+void Selector::findRepresentatives() {
+  size_t numTests = module.getNumTests();
+  representative.assign(numTests, kNoTest);
+  numRepresented.assign(numTests, 0);
+  // Evidence ids sorted by name: those under a static item `S` are the ones
+  // named `S::...` (an enclosing file or class item) or `S[...]` (a
+  // parametrized function), a contiguous range.
+  std::vector<std::pair<llvm::StringRef, TestId>> withEvidence;
+  for (const Test &test : module.getTests())
+    if (graph.hasEvidence(test.index) ||
+        test.attrs.lookup(evidence_attrs::kFromEvidence))
+      withEvidence.emplace_back(test.name, test.index);
+  llvm::sort(withEvidence);
+  for (const Test &test : module.getTests()) {
+    if (test.attrs.lookup(evidence_attrs::kFromEvidence) ||
+        graph.hasEvidence(test.index))
+      continue;
+    bool enclosing = test.attrs.get(python::attr::kEnclosing).isBool() &&
+                     test.attrs.get(python::attr::kEnclosing).getBool();
+    bool parametrized = test.attrs.get(python::attr::kParametrized).isBool() &&
+                        test.attrs.get(python::attr::kParametrized).getBool();
+    // A file item `a/test_x.py` has no `::`; every other static id may
+    // still be parametrized by pytest (fixture params) even when not marked.
+    bool isFile = !test.name.contains("::");
+    for (llvm::StringRef suffix : {"::", "["}) {
+      if (suffix == "::" && !(enclosing || isFile))
+        continue;
+      if (suffix == "[" && !(parametrized || !isFile))
+        continue;
+      std::string prefix = (test.name + suffix).str();
+      auto it = llvm::lower_bound(
+          withEvidence, std::make_pair(llvm::StringRef(prefix), TestId(0)));
+      for (; it != withEvidence.end() && it->first.starts_with(prefix); ++it) {
+        if (it->second == test.index)
+          continue;
+        // The innermost static item wins: `f` over its class over its file.
+        TestId &current = representative[it->second];
+        if (current == kNoTest ||
+            module.getTest(current).name.size() < test.name.size())
+          current = test.index;
+      }
+    }
+  }
+  representedExact.assign(numTests, true);
+  for (TestId test = 0; test < numTests; ++test)
+    if (TestId owner = representative[test]; owner != kNoTest) {
+      ++numRepresented[owner];
+      if (!graph.hasExactEvidence(test))
+        representedExact[owner] = false;
+    }
+}
+
+EntityId Selector::getEntry(const Test &test) const {
+  if (test.entry != kNoEntity)
+    return test.entry;
+  TestId owner = representative[test.index];
+  return owner == kNoTest ? kNoEntity : module.getTest(owner).entry;
+}
+
 void Selector::applyTestRules() {
   for (const Test &test : module.getTests()) {
     Verdict &verdict = verdicts[test.index];
-    if (options.selectChangedTests && changes.isChangedEntity(test.entry)) {
+    EntityId entry = getEntry(test);
+    if (options.selectChangedTests && changes.isChangedEntity(entry)) {
       verdict.offer(SelectionRule::ChangedTest, [&] {
         return "the test itself changed: " +
-               quoteSymbol(module.getEntity(test.entry).symbol);
+               quoteSymbol(module.getEntity(entry).symbol);
       });
     } else if (options.selectChangedTestFiles) {
       llvm::StringRef path = getTestFilePath(module, test);
@@ -231,6 +367,19 @@ void Selector::applyTestRules() {
           return ("its test file '" + path + "' changed").str();
         });
     }
+    if (EntityId file = getTestModule(test);
+        file != kNoEntity &&
+        module.getEntity(file).attrs.get(python::attr::kParseError).isBool() &&
+        module.getEntity(file).attrs.get(python::attr::kParseError).getBool())
+      verdict.offer(SelectionRule::ParseError, [&] {
+        return ("parse-error: its file '" + module.getFilePath(file) +
+                "' has syntax errors, so its tests may be incomplete")
+            .str();
+      });
+    // The evidence tests under it are the tests; this static item only
+    // runs when a rule that needs its static view selects it.
+    if (numRepresented[test.index])
+      continue;
     switch (states[test.index]) {
     case EvidenceState::Missing:
       if (options.selectMissing)
@@ -239,10 +388,7 @@ void Selector::applyTestRules() {
       break;
     case EvidenceState::Stale:
       if (options.selectStale)
-        verdict.offer(SelectionRule::StaleEvidence, [] {
-          return std::string("its evidence is stale: code it ran changed "
-                             "since recording");
-        });
+        applyStaleEvidence(test, verdict);
       break;
     case EvidenceState::Unverified:
       if (options.selectUnverified)
@@ -257,6 +403,64 @@ void Selector::applyTestRules() {
   }
 }
 
+void Selector::applyStaleEvidence(const Test &test, Verdict &verdict) {
+  const Attribute *stale = test.attrs.lookup(evidence_attrs::kStaleEntities);
+  std::vector<llvm::StringRef> symbols;
+  if (stale && stale->isList())
+    for (const Attribute &symbol : stale->getList())
+      if (std::optional<llvm::StringRef> name =
+              symbol.isSymbol()
+                  ? std::optional<llvm::StringRef>(symbol.getSymbolName())
+                  : symbol.asString())
+        symbols.push_back(*name);
+  if (symbols.empty()) {
+    verdict.offer(SelectionRule::StaleEvidence, [] {
+      return std::string("its evidence is stale: code it ran changed since "
+                         "recording (no stale_entities say which, so the "
+                         "whole record counts)");
+    });
+    return;
+  }
+  // Stale heals: evidence outdated only in code this merge request cannot
+  // reach still vouches for everything else the test runs.
+  if (!staleRelevant) {
+    staleRelevant.emplace();
+    for (const RelevantChange &change : changes.getChanges()) {
+      for (EntityId entity = change.entity;
+           entity != kNoEntity && entity < module.getNumEntities();
+           entity = module.getEntity(entity).parent) {
+        if (!staleRelevant->insert(entity).second)
+          break;
+        if (module.getEntity(entity).kind == EntityKind::File)
+          break;
+      }
+      staleRelevant->insert(change.region.begin(), change.region.end());
+      if (const StaticPaths *paths = getReaching(change))
+        for (const auto &[entity, step] : paths->getEntities())
+          staleRelevant->insert(entity);
+    }
+  }
+  for (llvm::StringRef symbol : symbols) {
+    EntityId entity = module.lookupEntity(symbol);
+    bool relevant = entity != kNoEntity && staleRelevant->contains(entity);
+    // Code that no longer exists under its name (deleted or moved since)
+    // is matched against what this merge request changed by name.
+    if (entity == kNoEntity)
+      relevant =
+          llvm::any_of(changes.getChanges(), [&](const RelevantChange &c) {
+            return llvm::is_contained(c.oldSymbols, symbol);
+          });
+    if (!relevant)
+      continue;
+    verdict.offer(SelectionRule::StaleEvidence, [&] {
+      return "its evidence is stale in " + quoteSymbol(symbol) +
+             ", which changed since recording and is (or reaches) code this "
+             "change touches";
+    });
+    return;
+  }
+}
+
 void Selector::applyChange(const RelevantChange &change) {
   const Change &record = changes.getRecord(change);
   std::string changed = quoteSymbol(record.symbol);
@@ -264,9 +468,42 @@ void Selector::applyChange(const RelevantChange &change) {
   if (std::optional<llvm::StringRef> from = lookupString(record.attrs, "via"))
     via = (" (it loads changed '" + *from + "')").str();
 
+  bool reached = applyParseError(change);
+  // A module-level definition is observed by the code that reads its
+  // names; an effect by every process that imports the module. Both need
+  // parse-python's `names` (definitions) to be precise; without them the
+  // change covers the whole module, as before.
+  std::vector<EntityId> fullRegion;
+  llvm::ArrayRef<EntityId> region = change.region;
+  std::string fallback;
+  if (change.level == ModuleLevel::Definition && !hasNames(change.entity)) {
+    fullRegion = changes.getRegion(change.entity);
+    region = fullRegion;
+    fallback = " (no `names` from parse-python: every entity of the module "
+               "counts)";
+  } else if (change.level == ModuleLevel::Definition) {
+    // Nothing but the readers observes a binding: no static reach through
+    // imports of the module, no package fallback (a name nobody reads
+    // selects nothing, and is no warning).
+    applyModuleNames(change, record.symbol);
+    return;
+  } else if (change.level == ModuleLevel::Effect) {
+    fullRegion = changes.getRegion(change.entity);
+    region = fullRegion;
+  }
+  if (applyImportTime(change))
+    reached = true;
+  // A class's own lines (attributes, header) are observed by its methods
+  // (its region) and by code naming `C.attr`.
+  if (!change.defines.empty() && change.entity != kNoEntity &&
+      module.getEntity(change.entity).kind == EntityKind::Class &&
+      hasNames(getModuleOf(change.entity)) &&
+      applyModuleNames(change, record.symbol))
+    reached = true;
+
   llvm::DenseSet<TestId> executing;
   for (const ChangeExecution &execution :
-       ChangeSet::getExecutions(graph, change.region)) {
+       ChangeSet::getExecutions(graph, region)) {
     executing.insert(execution.test);
     verdicts[execution.test].offer(
         SelectionRule::Executes,
@@ -276,8 +513,12 @@ void Selector::applyChange(const RelevantChange &change) {
                   ? changed
                   : quoteSymbol(module.getEntity(execution.hottest).symbol) +
                         " in changed " + changed;
-          return llvm::formatv("executes {0} ({1} samples){2}", where,
-                               execution.samples, via)
+          std::string seen =
+              execution.samples
+                  ? llvm::formatv("{0} samples", execution.samples).str()
+                  : "recorded, not sampled";
+          return llvm::formatv("executes {0} ({1}){2}{3}", where, seen, via,
+                               fallback)
               .str();
         },
         execution.samples);
@@ -295,7 +536,13 @@ void Selector::applyChange(const RelevantChange &change) {
       });
     }
   }
-  bool reached = !executing.empty();
+  if (!executing.empty())
+    reached = true;
+  if (change.level == ModuleLevel::Effect) {
+    if (!reached)
+      unreached.push_back(record.symbol.str());
+    return;
+  }
   if (options.sampledCallers && applySampledCallers(change, executing))
     reached = true;
   // Evidence is sampled: a test may run changed code too briefly to be seen
@@ -304,7 +551,12 @@ void Selector::applyChange(const RelevantChange &change) {
     reached = true;
   if (reached)
     return;
-  if (applyStaticReach(change) || applySamePackage(change))
+  if (applyStaticReach(change))
+    return;
+  // New code no evidence or static edge reaches runs in no test yet: the
+  // package fallback is for changed code evidence missed, not for that.
+  bool isNew = record.kind == ChangeKind::Added;
+  if (!isNew && applySamePackage(change))
     return;
   std::string why = "no evidence";
   if (options.staticHops)
@@ -312,10 +564,326 @@ void Selector::applyChange(const RelevantChange &change) {
         llvm::formatv(", no static path within {0} hop(s)", options.staticHops)
             .str();
   if (options.samePackage)
-    why += ", no test of its package";
+    why +=
+        isNew ? ", new code (no package fallback)" : ", no test of its package";
   diag.warning(record.loc,
                "changed " + changed + " is reached by no test (" + why + ")");
   unreached.push_back(record.symbol.str());
+}
+
+bool Selector::hasNames(EntityId moduleEntity) const {
+  // parse-python leaves `names` out where an entity loads nothing, so a
+  // module of constants has none: any entity with `names` says the parser
+  // wrote them for every entity.
+  if (!namesWritten)
+    namesWritten = llvm::any_of(module.getEntities(), [&](const Entity &e) {
+      return e.attrs.lookup(python::attr::kNames) != nullptr;
+    });
+  return moduleEntity < module.getNumEntities() && *namesWritten;
+}
+
+EntityId Selector::getModuleOf(EntityId entity) const {
+  // The import graph is built before any rule runs.
+  return imports ? imports->getModuleOf(entity) : kNoEntity;
+}
+
+EntityId Selector::getTestModule(const Test &test) const {
+  EntityId entry = getEntry(test);
+  if (entry != kNoEntity)
+    if (EntityId owner = getModuleOf(entry); owner != kNoEntity)
+      return owner;
+  if (!imports)
+    return kNoEntity;
+  return imports->getModuleForFile(getTestFilePath(module, test));
+}
+
+const StaticPaths *Selector::getReaching(const RelevantChange &change) {
+  if (!options.staticHops)
+    return nullptr;
+  size_t index = &change - changes.getChanges().data();
+  if (reaching.size() != changes.getChanges().size())
+    reaching.resize(changes.getChanges().size());
+  std::optional<StaticPaths> &paths = reaching[index];
+  if (!paths)
+    paths = reach.findReaching(
+        change.entity, change.oldSymbols, options.staticHops,
+        /*importsReachTarget=*/changes.getRecord(change).kind !=
+            ChangeKind::Added);
+  return &*paths;
+}
+
+void Selector::buildImportGraph() {
+  if (imports)
+    return;
+  imports.emplace(module);
+  // pytest imports a test file's conftests (every directory from the root
+  // down) before the file itself, in the same process.
+  testRoots.assign(module.getNumTests(), {});
+  for (const Test &test : module.getTests()) {
+    llvm::SmallVector<EntityId, 4> &roots = testRoots[test.index];
+    llvm::StringRef path = getTestFilePath(module, test);
+    if (EntityId own = getTestModule(test); own != kNoEntity)
+      roots.push_back(own);
+    for (llvm::StringRef dir =
+             llvm::sys::path::parent_path(path, llvm::sys::path::Style::posix);
+         ; dir = llvm::sys::path::parent_path(dir,
+                                              llvm::sys::path::Style::posix)) {
+      std::string conftest =
+          dir.empty() ? "conftest.py" : (dir + "/conftest.py").str();
+      if (EntityId id = imports->getModuleForFile(conftest); id != kNoEntity)
+        roots.push_back(id);
+      if (dir.empty())
+        break;
+    }
+  }
+}
+
+llvm::DenseSet<EntityId> Selector::getImporters(EntityId moduleEntity) {
+  buildImportGraph();
+  return imports->getImportersClosure(moduleEntity);
+}
+
+bool Selector::selectImporters(EntityId moduleEntity, const std::string &what) {
+  if (moduleEntity == kNoEntity)
+    return false;
+  llvm::DenseSet<EntityId> importers = getImporters(moduleEntity);
+  std::string name = quoteSymbol(module.getEntity(moduleEntity).symbol);
+  bool any = false;
+  for (const Test &test : module.getTests()) {
+    for (EntityId root : testRoots[test.index]) {
+      if (!importers.contains(root))
+        continue;
+      any = true;
+      verdicts[test.index].offer(SelectionRule::ImportTime, [&] {
+        std::string how = root == moduleEntity
+                              ? "its test file or a conftest is " + name
+                              : "its test file or a conftest (" +
+                                    quoteSymbol(module.getEntity(root).symbol) +
+                                    ") imports " + name + " statically";
+        return "import-time: " + what + "; " + how;
+      });
+      break;
+    }
+  }
+  for (TestId test : graph.getTestsImporting(moduleEntity)) {
+    any = true;
+    verdicts[test].offer(SelectionRule::ImportTime, [&] {
+      return "import-time: " + what + "; its recorded processes import " + name;
+    });
+  }
+  for (TestId test : graph.getTestsRunningAtImport(moduleEntity)) {
+    any = true;
+    verdicts[test].offer(SelectionRule::ImportTime, [&] {
+      return "import-time: " + what + "; its evidence ran the body of " + name;
+    });
+  }
+  return any;
+}
+
+bool Selector::applyParseError(const RelevantChange &change) {
+  EntityId owner = getModuleOf(change.entity);
+  if (owner == kNoEntity)
+    return false;
+  Attribute flag = module.getEntity(owner).attrs.get(python::attr::kParseError);
+  if (!flag.isBool() || !flag.getBool())
+    return false;
+  // What tree-sitter recovered may miss entities, and a file that does not
+  // parse fails every process that imports it: run them all.
+  std::string what = "parse-error: changed " +
+                     quoteSymbol(changes.getRecord(change).symbol) +
+                     " is in a file with syntax errors";
+  bool any = false;
+  for (const ChangeExecution &execution :
+       ChangeSet::getExecutions(graph, changes.getRegion(owner))) {
+    any = true;
+    verdicts[execution.test].offer(SelectionRule::ParseError, [&] {
+      return what + "; the test ran code of it";
+    });
+  }
+  llvm::DenseSet<EntityId> importers = getImporters(owner);
+  for (const Test &test : module.getTests())
+    if (llvm::any_of(testRoots[test.index],
+                     [&](EntityId root) { return importers.contains(root); }) ||
+        llvm::is_contained(graph.getRecordedImports(test.index), owner)) {
+      any = true;
+      verdicts[test.index].offer(SelectionRule::ParseError, [&] {
+        return what + "; its processes import it";
+      });
+    }
+  return any;
+}
+
+bool Selector::applyImportTime(const RelevantChange &change) {
+  const Change &record = changes.getRecord(change);
+  bool any = false;
+  if (change.importEffect) {
+    std::string statement =
+        lookupString(record.attrs, diff::attr::kEffectStatement)
+            .value_or("")
+            .str();
+    std::string what = "changed module-level code of " +
+                       quoteSymbol(record.symbol) +
+                       " runs when it is imported" +
+                       (statement.empty() ? "" : " (" + statement + ")");
+    any |= selectImporters(getModuleOf(change.entity), what);
+  }
+  // A new definition whose decorators may register it changes its module's
+  // import, like a module-level call.
+  if (const Attribute *registered =
+          record.attrs.lookup(diff::attr::kRegisteredBy);
+      registered && registered->isList() && !registered->getList().empty()) {
+    std::string what = "new " + quoteSymbol(record.symbol) +
+                       " is registered at import by @" +
+                       registered->getList()[0].str();
+    any |= selectImporters(getModuleOf(change.entity), what);
+  }
+  // Changed functions that module bodies call while being imported.
+  if (change.level == ModuleLevel::None)
+    for (EntityId entity : change.region) {
+      if (module.getEntity(entity).kind == EntityKind::Module)
+        continue;
+      for (EntityId owner : graph.getImportingModules(entity))
+        any |= selectImporters(owner,
+                               quoteSymbol(module.getEntity(entity).symbol) +
+                                   " (changed) runs while " +
+                                   quoteSymbol(module.getEntity(owner).symbol) +
+                                   " is imported");
+      for (TestId test : graph.getTestsRunningAtImport(entity)) {
+        any = true;
+        verdicts[test].offer(SelectionRule::ImportTime, [&] {
+          return "import-time: its evidence ran changed " +
+                 quoteSymbol(module.getEntity(entity).symbol) +
+                 " while a module was being imported";
+        });
+      }
+    }
+  return any;
+}
+
+bool Selector::applyModuleNames(const RelevantChange &change,
+                                llvm::StringRef scope) {
+  if (!readers) {
+    readers.emplace();
+    for (const Entity &entity : module.getEntities())
+      if (const Attribute *names = entity.attrs.lookup(python::attr::kNames);
+          names && names->isList())
+        for (const Attribute &name : names->getList())
+          if (name.isString())
+            readers->emplace_back(name.getString(), entity.id);
+    llvm::sort(*readers);
+  }
+  // The names as readers spell them: `pkg.mod.X`, and `pkg.X` where
+  // `pkg/__init__.py` re-exports it (`from .mod import X`, `import *`).
+  std::vector<std::string> targets;
+  for (const std::string &name : change.defines)
+    if (name != "*")
+      targets.push_back(
+          name == module.getEntity(change.entity).symbol.rsplit('.').second &&
+                  module.getEntity(change.entity).kind == EntityKind::Class
+              ? scope.str()
+              : (scope + "." + name).str());
+  if (!importsByName) {
+    // Module-level imports by the dotted name they import, and tests by
+    // their entry, once for every definition change.
+    importsByName.emplace();
+    for (const StaticEdge &edge : module.getEdges())
+      if (edge.kind == EdgeKind::Import && !edge.name.empty() &&
+          edge.from < module.getNumEntities() &&
+          module.getEntity(edge.from).kind == EntityKind::Module)
+        (*importsByName)[edge.name].push_back(edge.from);
+    for (const Test &test : module.getTests())
+      if (EntityId entry = getEntry(test); entry != kNoEntity)
+        testsByEntry[entry].push_back(test.index);
+  }
+  for (size_t i = 0; i < targets.size() && targets.size() < 4096; ++i) {
+    llvm::StringRef target = targets[i];
+    llvm::StringRef owner = target.rsplit('.').first,
+                    last = target.rsplit('.').second;
+    auto add = [&](EntityId from, llvm::StringRef name) {
+      std::string alias = (module.getEntity(from).symbol + "." + name).str();
+      if (!llvm::is_contained(targets, alias))
+        targets.push_back(alias);
+    };
+    if (auto it = importsByName->find(target); it != importsByName->end())
+      for (EntityId from : it->second)
+        add(from, last);
+    // `from owner import *` (an edge naming the module itself).
+    if (auto it = importsByName->find(owner); it != importsByName->end())
+      for (EntityId from : it->second)
+        add(from, last);
+  }
+
+  // Entities reading a target or an attribute of it (`X.y`), or the module
+  // object itself (which may be read through getattr).
+  llvm::MapVector<EntityId, std::string> found;
+  auto collect = [&](llvm::StringRef target, bool exact) {
+    auto it = llvm::lower_bound(*readers, std::make_pair(target, EntityId(0)));
+    for (; it != readers->end() && it->first.starts_with(target); ++it)
+      if (it->first.size() == target.size() ||
+          (!exact && it->first[target.size()] == '.'))
+        found.try_emplace(it->second, it->first.str());
+  };
+  for (const std::string &target : targets)
+    collect(target, /*exact=*/false);
+  if (EntityId owner = getModuleOf(change.entity); owner != kNoEntity) {
+    collect(module.getEntity(owner).symbol, /*exact=*/true);
+    found.erase(owner);
+  }
+
+  const Change &record = changes.getRecord(change);
+  std::string changed = quoteSymbol(record.symbol);
+  bool any = false;
+  for (const auto &[reader, name] : found) {
+    const Entity &entity = module.getEntity(reader);
+    std::string reads = "reads '" + name +
+                        "', bound by changed module-level code of " + changed;
+    std::string what = quoteSymbol(entity.symbol) + " " + reads;
+    if (entity.kind == EntityKind::Module || entity.kind == EntityKind::Class) {
+      // A module or class body reading it runs at import.
+      any |= selectImporters(getModuleOf(reader), what);
+      continue;
+    }
+    for (TestId test : graph.getTestsExecuting(reader)) {
+      any = true;
+      verdicts[test].offer(SelectionRule::ModuleName, [&] {
+        return "module-name: it runs " + quoteSymbol(entity.symbol) +
+               ", which " + reads;
+      });
+    }
+    for (EntityId owner : graph.getImportingModules(reader))
+      any |= selectImporters(owner, what + ", which runs at import");
+    for (TestId test : graph.getTestsRunningAtImport(reader)) {
+      any = true;
+      verdicts[test].offer(SelectionRule::ImportTime, [&] {
+        return "import-time: its evidence ran " + what + " at import";
+      });
+    }
+    if (auto it = testsByEntry.find(reader); it != testsByEntry.end())
+      for (TestId test : it->second) {
+        any = true;
+        verdicts[test].offer(SelectionRule::ModuleName, [&] {
+          return "module-name: the test function " + reads;
+        });
+      }
+    // Sampled evidence misses short readers: tests that sampled code
+    // reaching the reader within static-hops.
+    if (options.staticHops) {
+      StaticPaths paths = reach.findReaching(reader, {}, options.staticHops);
+      for (const auto &[caller, step] : paths.getEntities())
+        for (TestId test : graph.getTestsExecuting(caller)) {
+          if (graph.hasExactEvidence(test))
+            continue;
+          any = true;
+          verdicts[test].offer(SelectionRule::ModuleName, [&] {
+            return "module-name: sampled " +
+                   quoteSymbol(module.getEntity(caller).symbol) + " reaches " +
+                   quoteSymbol(entity.symbol) + ", which " + reads + " (" +
+                   paths.formatChain(module, caller) + ")";
+          });
+        }
+    }
+  }
+  return any;
 }
 
 bool Selector::applySampledCallers(const RelevantChange &change,
@@ -328,7 +896,9 @@ bool Selector::applySampledCallers(const RelevantChange &change,
       if (region.contains(edge.from))
         continue;
       for (TestId test : graph.getTestsExecuting(edge.from)) {
-        if (executing.contains(test))
+        // An exact record lists every function that started: a callee it
+        // lacks did not run.
+        if (executing.contains(test) || graph.hasExactEvidence(test))
           continue;
         any = true;
         const EvidenceGraph::EntityUse *use = graph.lookup(test, edge.from);
@@ -352,8 +922,7 @@ bool Selector::applySampledCallers(const RelevantChange &change,
 bool Selector::applyStaticReach(const RelevantChange &change) {
   if (!options.staticHops)
     return false;
-  StaticPaths paths =
-      reach.findReaching(change.entity, change.oldSymbols, options.staticHops);
+  const StaticPaths &paths = *getReaching(change);
   // Nearest entities first, so each test records its shortest chain.
   std::vector<std::pair<EntityId, StaticStep>> found(paths.getEntities());
   llvm::stable_sort(found, [](const auto &a, const auto &b) {
@@ -363,7 +932,8 @@ bool Selector::applyStaticReach(const RelevantChange &change) {
   for (const auto &[entity, step] : found) {
     for (const ChangeExecution &execution :
          ChangeSet::getExecutions(graph, changes.getRegion(entity))) {
-      if (!done.insert(execution.test).second)
+      if (graph.hasExactEvidence(execution.test) ||
+          !done.insert(execution.test).second)
         continue;
       verdicts[execution.test].offer(SelectionRule::StaticReach, [&] {
         return llvm::formatv("no sample reaches changed {0}; sampled code "
@@ -381,28 +951,33 @@ bool Selector::applyTestEntries(const RelevantChange &change) {
   if (change.entity == kNoEntity)
     return false;
   // Entities within static-hops of the change, the changed code included.
-  llvm::DenseMap<EntityId, std::string> reaching;
+  llvm::DenseMap<EntityId, std::string> reachers;
   for (EntityId entity : change.region)
-    reaching.try_emplace(entity, "");
-  if (options.staticHops) {
-    StaticPaths paths = reach.findReaching(change.entity, change.oldSymbols,
-                                           options.staticHops);
-    for (const auto &[entity, step] : paths.getEntities())
-      reaching.try_emplace(entity, paths.formatChain(module, entity));
-  }
+    reachers.try_emplace(entity, "");
+  if (const StaticPaths *paths = getReaching(change))
+    for (const auto &[entity, step] : paths->getEntities())
+      reachers.try_emplace(entity, paths->formatChain(module, entity));
   bool any = false;
   const Change &record = changes.getRecord(change);
   for (const Test &test : module.getTests()) {
-    auto it = reaching.find(test.entry);
-    if (test.entry == kNoEntity || it == reaching.end())
+    EntityId entry = getEntry(test);
+    auto it = reachers.find(entry);
+    // Exact evidence already says whether the test ran the changed code;
+    // the static view of its body only stands in for sampling's holes (a
+    // static item stands for its evidence tests).
+    bool exact = numRepresented[test.index]
+                     ? representedExact[test.index]
+                     : graph.hasExactEvidence(test.index);
+    if (entry == kNoEntity || it == reachers.end() ||
+        (exact && !it->second.empty()))
       continue;
     any = true;
     verdicts[test.index].offer(SelectionRule::TestEntry, [&] {
       if (it->second.empty())
         return "the test function is changed code " +
                quoteSymbol(record.symbol);
-      return "the test function reaches changed " +
-             quoteSymbol(record.symbol) + " statically: " + it->second;
+      return "the test function reaches changed " + quoteSymbol(record.symbol) +
+             " statically: " + it->second;
     });
   }
   return any;
@@ -431,6 +1006,8 @@ bool Selector::applySamePackage(const RelevantChange &change) {
         !inPackage(module.getFilePath(entity.id)))
       continue;
     for (TestId test : graph.getTestsExecuting(entity.id)) {
+      if (graph.hasExactEvidence(test))
+        continue;
       any = true;
       verdicts[test].offer(SelectionRule::SamePackage, [&] {
         return ("nothing reaches changed " + quoteSymbol(record.symbol) +
@@ -449,9 +1026,14 @@ void Selector::writeResults(SelectionStats &stats) {
   for (Test &test : module.getTests()) {
     Verdict &verdict = verdicts[test.index];
     if (verdict.rule == SelectionRule::Unaffected)
-      verdict.reason = changes.getChanges().empty()
-                           ? "the change alters no code"
-                           : "its evidence executes no changed code";
+      verdict.reason =
+          numRepresented[test.index]
+              ? llvm::formatv("its {0} evidence test(s) stand for it",
+                              numRepresented[test.index])
+                    .str()
+          : changes.getChanges().empty()
+              ? "the change alters no code"
+              : "its evidence executes no changed code";
     bool selected = verdict.rule != SelectionRule::Unaffected;
     stats.selected += selected;
     ++stats.byRule[static_cast<size_t>(verdict.rule)];
@@ -459,6 +1041,16 @@ void Selector::writeResults(SelectionStats &stats) {
     test.attrs.set(select_attrs::kRule,
                    Attribute::getString(stringifySelectionRule(verdict.rule)));
     test.attrs.set(select_attrs::kReason, Attribute::getString(verdict.reason));
+    test.attrs.erase(select::attr::kEnclosedBy);
+    test.attrs.erase(select::attr::kEvidenceTests);
+    if (numRepresented[test.index])
+      test.attrs.set(select::attr::kEvidenceTests,
+                     Attribute::getInt(numRepresented[test.index]));
+    if (TestId owner = representative[test.index];
+        owner != kNoTest && selected &&
+        verdicts[owner].rule != SelectionRule::Unaffected)
+      test.attrs.set(select::attr::kEnclosedBy,
+                     Attribute::getString(module.getTest(owner).name));
     // A new selection invalidates any earlier pruning.
     test.attrs.erase(prune_attrs::kPruned);
     test.attrs.erase(prune_attrs::kPrunedBy);
@@ -487,6 +1079,8 @@ void Selector::writeResults(SelectionStats &stats) {
 LogicalResult Selector::run(SelectionStats &stats) {
   if (failed(readEvidenceStates()))
     return failure();
+  findRepresentatives();
+  buildImportGraph();
   applyPolicy();
   applyTestRules();
   for (const RelevantChange &change : changes.getChanges())

@@ -36,12 +36,14 @@ llvm::ArrayRef<size_t> StaticReach::getCallsTo(EntityId entity) const {
   return incomingCalls[entity];
 }
 
-void StaticReach::collectIncoming(EntityId entity,
-                                  std::vector<size_t> &edges) const {
+void StaticReach::collectIncoming(EntityId entity, std::vector<size_t> &edges,
+                                  bool viaEnclosingImports) const {
   llvm::append_range(edges, incoming[entity]);
   if (auto it = unresolved.find(module.getEntity(entity).symbol);
       it != unresolved.end())
     llvm::append_range(edges, it->second);
+  if (!viaEnclosingImports)
+    return;
   // `import pkg.mod` and `from pkg import mod` reach everything `pkg.mod`
   // defines. The depth bound guards against parent cycles in unverified
   // input.
@@ -60,7 +62,8 @@ void StaticReach::collectIncoming(EntityId entity,
 
 StaticPaths StaticReach::findReaching(EntityId target,
                                       llvm::ArrayRef<std::string> symbols,
-                                      unsigned maxHops) const {
+                                      unsigned maxHops,
+                                      bool importsReachTarget) const {
   StaticPaths paths;
   llvm::DenseMap<EntityId, StaticStep> &steps = paths.steps;
   std::vector<EntityId> targetRegion = changes.getRegion(target);
@@ -75,10 +78,10 @@ StaticPaths StaticReach::findReaching(EntityId target,
     frontier.push_back(from);
   };
   std::vector<size_t> edges;
-  auto expand = [&](EntityId entity, unsigned hops) {
+  auto expand = [&](EntityId entity, unsigned hops, bool viaImports) {
     edges.clear();
     for (EntityId member : changes.getRegion(entity)) {
-      collectIncoming(member, edges);
+      collectIncoming(member, edges, viaImports);
       // Methods are mostly reached through dispatch the static graph cannot
       // follow (`layer(x)` runs `Layer.forward`); code that constructs or
       // names the class is taken to reach its methods.
@@ -86,7 +89,7 @@ StaticPaths StaticReach::findReaching(EntityId target,
       if (memberEntity.kind == EntityKind::Function &&
           memberEntity.parent != kNoEntity &&
           module.getEntity(memberEntity.parent).kind == EntityKind::Class)
-        collectIncoming(memberEntity.parent, edges);
+        collectIncoming(memberEntity.parent, edges, viaImports);
     }
     llvm::sort(edges);
     edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
@@ -97,7 +100,7 @@ StaticPaths StaticReach::findReaching(EntityId target,
   if (maxHops == 0)
     return paths;
   if (target != kNoEntity)
-    expand(target, 1);
+    expand(target, 1, importsReachTarget);
   for (const std::string &symbol : symbols)
     if (auto it = unresolved.find(symbol); it != unresolved.end())
       for (size_t edge : it->second)
@@ -108,7 +111,7 @@ StaticPaths StaticReach::findReaching(EntityId target,
     frontier.clear();
     llvm::sort(current);
     for (EntityId entity : current)
-      expand(entity, hops);
+      expand(entity, hops, true);
   }
 
   paths.found.assign(steps.begin(), steps.end());

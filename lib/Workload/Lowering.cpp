@@ -9,10 +9,14 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Workload/Lowering.h"
 #include "fastci/Support/YAML.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Regex.h"
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 
 using namespace fastci;
 
@@ -89,7 +93,104 @@ std::vector<std::string> fastci::inferScope(llvm::StringRef testName,
         add(name);
     }
   }
+  for (const NameScope &pattern : dialect.nameScopes) {
+    llvm::Regex regex(pattern.regex);
+    if (llvm::any_of(tokens, [&](const std::string &token) {
+          return regex.match(token);
+        }))
+      add(pattern.scope);
+  }
   return scope;
+}
+
+/// The string attribute \p key of \p test, or "".
+static llvm::StringRef stringAttr(const Test &test, llvm::StringRef key) {
+  Attribute value = test.attrs.get(key);
+  return value.isString() ? value.getString() : llvm::StringRef();
+}
+
+/// The harness rules that apply to \p test: its test type's, its mode's
+/// and those of the known flags its workload names.
+static std::vector<const HarnessRule *>
+applicableRules(const Test &test, const Dialect &dialect) {
+  std::vector<const HarnessRule *> rules;
+  auto addFrom = [&](const llvm::StringMap<HarnessRule> &map,
+                     llvm::StringRef key) {
+    auto it = key.empty() ? map.end() : map.find(key);
+    if (it != map.end())
+      rules.push_back(&it->second);
+  };
+  addFrom(dialect.testTypes, stringAttr(test, workload::attr::kTestType));
+  addFrom(dialect.modes, stringAttr(test, workload::attr::kMode));
+  for (const auto &entry : test.workload)
+    addFrom(dialect.flags, entry.first);
+  return rules;
+}
+
+std::vector<std::string> fastci::harnessScopes(const Test &test,
+                                               const Dialect &dialect) {
+  std::vector<std::string> scopes;
+  for (const HarnessRule *rule : applicableRules(test, dialect))
+    for (const std::string &scope : rule->scopes)
+      if (!llvm::is_contained(scopes, scope))
+        scopes.push_back(scope);
+  return scopes;
+}
+
+std::vector<std::string> fastci::unknownFlags(const Test &test,
+                                              const Dialect &dialect) {
+  std::vector<std::string> flags;
+  if (dialect.unknownFlagWords.empty() && dialect.unknownFlagRoles.empty())
+    return flags;
+  for (const auto &entry : test.workload)
+    if (!dialect.knowsFlag(entry.first))
+      flags.push_back(entry.first);
+  return flags;
+}
+
+/// The number of entries of a per-layer list written as a flag value: a
+/// YAML list, or Megatron's Python list expression (`[1,0,1]`,
+/// `([0]*3+[1]*9)`, evaluated by args' eval of list-typed flags). nullopt
+/// when \p value is no list.
+static std::optional<int64_t> listLength(const Attribute &value) {
+  if (value.isList())
+    return int64_t(value.getList().size());
+  if (!value.isString())
+    return std::nullopt;
+  std::string text;
+  for (char c : value.getString())
+    if (!llvm::isSpace(c))
+      text.push_back(c);
+  llvm::StringRef rest(text);
+  while (rest.consume_front("(") && rest.consume_back(")")) {
+  }
+  if (!rest.starts_with("["))
+    return std::nullopt;
+  // Terms `[a,b,...]` or `[a,...]*n`, joined by `+`.
+  int64_t length = 0;
+  while (!rest.empty()) {
+    if (!rest.consume_front("["))
+      return std::nullopt;
+    size_t close = rest.find(']');
+    if (close == llvm::StringRef::npos)
+      return std::nullopt;
+    llvm::StringRef items = rest.take_front(close);
+    rest = rest.drop_front(close + 1);
+    llvm::SmallVector<llvm::StringRef> parts;
+    items.split(parts, ',', -1, /*KeepEmpty=*/false);
+    int64_t count = parts.size(), times = 1;
+    if (rest.consume_front("*")) {
+      size_t end = rest.find('+');
+      if (rest.take_front(end).getAsInteger(10, times))
+        return std::nullopt;
+      rest = end == llvm::StringRef::npos ? llvm::StringRef()
+                                          : rest.drop_front(end);
+    }
+    length += count * times;
+    if (!rest.empty() && !rest.consume_front("+"))
+      return std::nullopt;
+  }
+  return length;
 }
 
 namespace {
@@ -107,7 +208,19 @@ public:
   LoweringSearch(const Test &test, llvm::ArrayRef<std::string> scope,
                  const Dialect &dialect, const LoweringOptions &options)
       : test(test), scope(scope), dialect(dialect), options(options),
-        useFloors(options.floors) {
+        useFloors(options.floors), rules(applicableRules(test, dialect)) {
+    hasGoldens = test.attrs.contains(workload::attr::kGolden);
+    for (const HarnessRule *rule : rules)
+      hasGoldens |= rule->goldens;
+    testType = stringAttr(test, workload::attr::kTestType).str();
+    bool allowAll = llvm::is_contained(options.allowedFlags, "*");
+    for (const std::string &flag : unknownFlags(test, dialect)) {
+      if (allowAll || llvm::is_contained(options.allowedFlags, flag))
+        continue;
+      for (const std::string &dim : dialect.unknownFlagDimensions(flag))
+        if (!blockedBy.count(dim))
+          blockedBy[dim] = flag;
+    }
     for (const Constraint &c : dialect.floors) {
       const FloorOverride *override = nullptr;
       for (const FloorOverride &o : options.floorOverrides)
@@ -151,6 +264,21 @@ private:
   }
   void keepFollowers(LoweringResult &result) const;
   void updateFollowers(std::vector<Value> &values) const;
+  /// The spelling of \p dim in the test's workload: its flag or the alias
+  /// the workload uses.
+  llvm::StringRef spelling(const Dimension &dim) const {
+    if (!test.workload.contains(dim.flag))
+      for (const std::string &alias : dim.aliases)
+        if (test.workload.contains(alias))
+          return alias;
+    return dim.flag;
+  }
+  bool inWorkload(const Dimension &dim) const {
+    return !dim.flag.empty() && test.workload.contains(spelling(dim));
+  }
+  std::optional<int64_t> timingWindowEnd() const;
+  std::string keepReason(LoweringResult &result) const;
+  std::vector<std::string> comparedMetrics() const;
 
   size_t indexOf(llvm::StringRef name) const {
     for (size_t i = 0; i < dialect.dimensions.size(); ++i)
@@ -184,6 +312,15 @@ private:
   /// False for the floor-free search that tells which floors limited
   /// lowering (and when the options turn floors off).
   bool useFloors;
+  /// The harness rules of the test's type, mode and known flags.
+  std::vector<const HarnessRule *> rules;
+  /// True if the test is compared with golden values: it names a golden
+  /// file or its test type is compared with them by the harness.
+  bool hasGoldens = false;
+  /// The test's harness test type, or "".
+  std::string testType;
+  /// Dimension -> the unknown flag that blocks its lowering.
+  std::map<std::string, std::string> blockedBy;
 
 public:
   /// Makes run() search without the dialect's floors.
@@ -205,7 +342,7 @@ void LoweringSearch::readOriginalValues() {
     }
     if (dim.flag.empty())
       continue;
-    const Attribute *attr = test.workload.lookup(dim.flag);
+    const Attribute *attr = test.workload.lookup(spelling(dim));
     if (!attr) {
       original[i] = dim.defaultValue;
       continue;
@@ -221,11 +358,56 @@ void LoweringSearch::readOriginalValues() {
   // one it follows (read above, so chains of one step resolve).
   for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
     const Dimension &dim = dialect.dimensions[i];
-    if (!dim.follows.empty() && !dim.flag.empty() &&
-        !test.workload.contains(dim.flag))
+    if (!dim.follows.empty() && !dim.flag.empty() && !inWorkload(dim))
       original[i] = valueOf(original, dim.follows);
   }
   deriveValues(original);
+  // Read after the steps, which the timing window may fall back on.
+  for (size_t i = 0; i < dialect.dimensions.size(); ++i)
+    if (dialect.dimensions[i].source == "timing-window")
+      original[i] = timingWindowEnd();
+}
+
+std::vector<std::string> LoweringSearch::comparedMetrics() const {
+  std::vector<std::string> metrics;
+  Attribute named = test.attrs.get(workload::attr::kMetrics);
+  if (named.isList()) {
+    for (const Attribute &metric : named.getList())
+      if (metric.isString())
+        metrics.push_back(metric.getString().str());
+    return metrics;
+  }
+  return dialect.defaultMetrics;
+}
+
+std::optional<int64_t> LoweringSearch::timingWindowEnd() const {
+  // Only tests whose compared metrics include the timing metric have a
+  // window to keep.
+  if (dialect.timingMetric.empty() || dialect.timingWindows.empty() ||
+      !llvm::is_contained(comparedMetrics(), dialect.timingMetric))
+    return std::nullopt;
+  // The goldens' last step of the metric; without a golden file at hand,
+  // the harness records every step up to --train-iters (run_ci_test.sh
+  // passes --step-size 1 and --train-iters to the extractor).
+  std::optional<int64_t> last;
+  Attribute lastSteps = test.attrs.get(workload::attr::kGoldenLastStep);
+  if (lastSteps.isDict())
+    last = lastSteps.getDict().get(dialect.timingMetric).asInt();
+  if (!last)
+    for (size_t i = 0; i < dialect.dimensions.size(); ++i)
+      if (dialect.dimensions[i].role == DimensionRole::Steps &&
+          dialect.dimensions[i].costExponent >= 1 && original[i])
+        last = original[i];
+  if (!last)
+    return std::nullopt;
+  for (const TimingWindow &window : dialect.timingWindows) {
+    if (window.upTo && *last > *window.upTo)
+      continue;
+    // A run that ends inside the window compares up to its end; one that
+    // ends before it keeps every step.
+    return std::min(window.last, *last);
+  }
+  return std::nullopt;
 }
 
 void LoweringSearch::deriveValues(std::vector<Value> &values) const {
@@ -235,38 +417,75 @@ void LoweringSearch::deriveValues(std::vector<Value> &values) const {
       continue;
     int64_t num = 1, den = 1;
     bool known = true;
+    // An entry that is an integer is a constant (`den: [2]`).
+    auto term = [&](llvm::StringRef name) -> Value {
+      int64_t constant;
+      if (!name.getAsInteger(10, constant))
+        return constant;
+      return valueOf(values, name);
+    };
     for (const std::string &name : dim.deriveNum) {
-      Value v = valueOf(values, name);
+      Value v = term(name);
       known &= v.has_value();
       num *= v.value_or(1);
     }
     for (const std::string &name : dim.deriveDen)
-      den *= valueOf(values, name).value_or(1);
-    values[i] = known && den > 0 && num % den == 0 ? Value(num / den)
-                                                   : std::nullopt;
+      den *= term(name).value_or(1);
+    bool exact = den > 0 && (dim.deriveRoundDown || num % den == 0);
+    values[i] = known && exact ? Value(num / den) : std::nullopt;
   }
 }
 
 std::string LoweringSearch::pinReason(const Dimension &dim) const {
   if (!isShrinkableRole(dim.role))
     return stringifyDimensionRole(dim.role).str();
+  if (auto blocked = blockedBy.find(dim.name); blocked != blockedBy.end())
+    return "unknown flag '" + blocked->second +
+           "' could depend on it (allow it with lower-workload{allow-flags=" +
+           blocked->second + "})";
+  bool unpinned = false;
+  for (const HarnessRule *rule : rules) {
+    // A list-valued per-layer flag fixes the dimension it lists.
+    if (!rule->layerList.empty() && rule->layerList == dim.name) {
+      const Attribute *value = test.workload.lookup(rule->name);
+      if (value && listLength(*value))
+        return rule->why;
+    }
+    if (llvm::is_contained(rule->pins, dim.name) ||
+        llvm::is_contained(rule->pinRoles, dim.role))
+      return rule->why;
+    unpinned |= llvm::is_contained(rule->unpins, dim.name);
+  }
   // Sorted, so the reason never depends on the StringMap's hash order.
   std::vector<llvm::StringRef> names;
   for (const auto &entry : dialect.scopes)
     names.push_back(entry.getKey());
   llvm::sort(names);
   for (llvm::StringRef name : names)
-    if (scopeContains(scope, name) &&
+    if (!unpinned && scopeContains(scope, name) &&
         llvm::is_contained(dialect.scopes.find(name)->second, dim.name))
       return "scope " + name.str();
-  if (!dim.lower)
+  if (!dim.lower && !unpinned)
     return "not lowered by the schema";
-  bool hasGolden = test.attrs.contains("golden");
+  // Spelt another way (NeMo's `trainer.max_steps`), a dimension whose
+  // pinned followers the workload leaves to the framework cannot shrink:
+  // the follower's flag (--lr-decay-iters) is not that framework's, so the
+  // schedule could not be kept.
+  if (llvm::StringRef(spelling(dim)) != dim.flag)
+    for (const Dimension &other : dialect.dimensions)
+      if (other.follows == dim.name && !inWorkload(other) &&
+          (!other.lower || !isShrinkableRole(other.role)))
+        return "spelt " + spelling(dim).str() + ", whose framework's " +
+               "spelling of " + other.flag +
+               " is unknown, so its schedule could not be kept";
   Attribute tolerant = test.attrs.get("tolerant");
   bool isTolerant = tolerant.isBool() && tolerant.getBool();
-  if (hasGolden && !isTolerant && dim.role != DimensionRole::Steps)
+  // Goldens hold for the model they were recorded with; how often it
+  // saves a checkpoint does not change what it computes.
+  if (hasGoldens && !isTolerant && dim.role != DimensionRole::Steps &&
+      dim.role != DimensionRole::Checkpoint)
     return "golden values (test not tolerant)";
-  const Attribute *attr = test.workload.lookup(dim.flag);
+  const Attribute *attr = test.workload.lookup(spelling(dim));
   if (attr && !attr->isInt())
     return "not an integer";
   return {};
@@ -276,8 +495,13 @@ bool LoweringSearch::constraintApplies(const Constraint &c,
                                        const std::vector<Value> &values) const {
   if (!c.ifScope.empty() && !scopeContains(scope, c.ifScope))
     return false;
+  if (!c.ifTestTypes.empty() && !llvm::is_contained(c.ifTestTypes, testType))
+    return false;
   if (!c.when.empty() && valueOf(values, c.when).value_or(0) == 0)
     return false;
+  for (const std::string &name : c.unless)
+    if (valueOf(values, name).value_or(0) != 0)
+      return false;
   return true;
 }
 
@@ -324,7 +548,7 @@ bool LoweringSearch::holds(const Constraint &c,
     if (!bound)
       return true;
     // A floor keeps what the full-size run has; it never asks for more.
-    if (isFloor)
+    if (isFloor || c.capped)
       if (Value originalValue = valueOf(original, c.value))
         bound = std::min<__int128>(*bound, *originalValue);
     return c.kind == Constraint::Kind::Less ? *value < *bound
@@ -358,13 +582,22 @@ bool LoweringSearch::holds(const Constraint &c,
 bool LoweringSearch::decided(const Constraint &c, size_t variable) const {
   // A constraint can be checked once every variable it names has been
   // given a value, i.e. sits at or before `variable` in the search order.
-  auto isDecided = [&](llvm::StringRef name) {
+  std::function<bool(llvm::StringRef)> isDecided = [&](llvm::StringRef name) {
     size_t i = indexOf(name);
-    return i >= order.size() || order[i] == SIZE_MAX || order[i] <= variable;
+    if (i >= order.size())
+      return true;
+    // A derived dimension is decided once what it derives from is.
+    const Dimension &dim = dialect.dimensions[i];
+    if (!dim.deriveNum.empty())
+      return llvm::all_of(dim.deriveNum, isDecided) &&
+             llvm::all_of(dim.deriveDen, isDecided);
+    return order[i] == SIZE_MAX || order[i] <= variable;
   };
   if (!c.value.empty() && !isDecided(c.value))
     return false;
   if (!c.when.empty() && !isDecided(c.when))
+    return false;
+  if (!llvm::all_of(c.unless, isDecided))
     return false;
   return llvm::all_of(c.operands, isDecided) &&
          llvm::all_of(c.denominators, isDecided);
@@ -376,7 +609,8 @@ bool LoweringSearch::search(size_t position) {
   size_t dimIndex = variables[position];
   const Dimension &dim = dialect.dimensions[dimIndex];
   int64_t upper = *original[dimIndex];
-  for (int64_t candidate = std::min<int64_t>(std::max<int64_t>(dim.min, 1), upper);
+  for (int64_t candidate =
+           std::min<int64_t>(std::max<int64_t>(dim.min, 1), upper);
        candidate <= upper; ++candidate) {
     current[dimIndex] = candidate;
     updateFollowers(current);
@@ -423,8 +657,8 @@ double LoweringSearch::predictSeconds() const {
     if (dim.costExponent == 0 || !original[i] || !current[i] ||
         *original[i] <= 0)
       continue;
-    scale *= std::pow(double(*current[i]) / double(*original[i]),
-                      dim.costExponent);
+    scale *=
+        std::pow(double(*current[i]) / double(*original[i]), dim.costExponent);
   }
   double fixed = dialect.fixedFraction;
   return test.cost.seconds * (fixed + (1 - fixed) * scale);
@@ -443,6 +677,10 @@ LoweringResult LoweringSearch::runSearch() {
   LoweringResult result;
   result.predictedSeconds = test.cost.seconds;
   readOriginalValues();
+  if (std::string why = keepReason(result); !why.empty()) {
+    result.reason = why;
+    return result;
+  }
 
   for (const Constraint &c : dialect.constraints) {
     if (!holds(c, original)) {
@@ -457,11 +695,11 @@ LoweringResult LoweringSearch::runSearch() {
   variable.assign(dialect.dimensions.size(), false);
   for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
     const Dimension &dim = dialect.dimensions[i];
-    if (dim.flag.empty() || !test.workload.contains(dim.flag))
+    if (!inWorkload(dim))
       continue;
     std::string why = pinReason(dim);
     if (!why.empty()) {
-      result.pinned.set(dim.flag, Attribute::getString(why));
+      result.pinned.set(spelling(dim), Attribute::getString(why));
       continue;
     }
     variable[i] = true;
@@ -474,8 +712,7 @@ LoweringResult LoweringSearch::runSearch() {
   for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
     const Dimension &dim = dialect.dimensions[i];
     tracksFollowed[i] = !dim.follows.empty() && !dim.flag.empty() &&
-                        !test.workload.contains(dim.flag) &&
-                        pinReason(dim).empty();
+                        !inWorkload(dim) && pinReason(dim).empty();
   }
   if (variables.empty()) {
     result.reason = "every workload dimension is validated, parallel, "
@@ -495,22 +732,22 @@ LoweringResult LoweringSearch::runSearch() {
   if (useFloors && !floors.empty())
     explainFloors(result);
 
-  bool hasGolden = test.attrs.contains("golden");
   for (size_t i : variables) {
     const Dimension &dim = dialect.dimensions[i];
     if (current[i] == original[i]) {
       if (!result.floors.contains(dim.flag))
-        result.pinned.set(dim.flag,
+        result.pinned.set(spelling(dim),
                           Attribute::getString("smallest valid value"));
       continue;
     }
     result.lowered = true;
-    result.overrides.set(dim.flag, Attribute::getInt(*current[i]));
-    if (!hasGolden)
+    result.overrides.set(spelling(dim), Attribute::getInt(*current[i]));
+    if (!hasGoldens)
       continue;
     if (dim.role == DimensionRole::Steps && dim.costExponent >= 1)
       result.goldenSteps = *current[i];
-    else if (dim.role != DimensionRole::Steps)
+    else if (dim.role != DimensionRole::Steps &&
+             dim.role != DimensionRole::Checkpoint)
       result.goldenInvalidated = true;
   }
   if (!result.lowered) {
@@ -520,7 +757,60 @@ LoweringResult LoweringSearch::runSearch() {
   }
   keepFollowers(result);
   result.predictedSeconds = predictSeconds();
+  // The harness compares these metrics with the goldens; after lowering,
+  // they stay comparable over the steps that still run, unless the model
+  // shrank. A golden file that lacks one fails the harness's own check
+  // (test_pretraining_regular_pipeline.py:44-57), so it is left out.
+  // Only tests the harness runs (with a test type) or that name their
+  // metrics: another runner's comparison is its own.
+  bool harnessCompared =
+      !testType.empty() || test.attrs.contains(workload::attr::kMetrics);
+  if (hasGoldens && harnessCompared && !result.goldenInvalidated) {
+    Attribute recorded = test.attrs.get(workload::attr::kGoldenLastStep);
+    for (const std::string &metric : comparedMetrics())
+      if (!recorded.isDict() || recorded.getDict().contains(metric))
+        result.goldenMetrics.push_back(metric);
+  }
   return result;
+}
+
+std::string LoweringSearch::keepReason(LoweringResult &result) const {
+  for (const HarnessRule *rule : rules)
+    if (!rule->keep.empty())
+      return rule->keep;
+  // _run_training.sh:121-126 runs later phases with MODEL_ARGS_<n> when a
+  // config has them; lowering rewrites one argument set.
+  Attribute variants = test.attrs.get(workload::attr::kRunVariants);
+  if (variants.isList() && !variants.getList().empty())
+    return "the config gives later runs their own arguments (MODEL_ARGS_2...), "
+           "which lowering does not rewrite";
+  for (const HarnessRule *rule : rules)
+    for (const std::string &name : rule->required) {
+      const Dimension *dim = dialect.lookup(name);
+      if (dim && !inWorkload(*dim)) {
+        std::string why = "test type '" + rule->name + "' needs " + dim->flag +
+                          ", which the workload lacks";
+        result.warnings.push_back(why);
+        return why;
+      }
+    }
+  // A per-layer list must have one entry per layer, or Megatron stops at
+  // start-up (gpt_layer_specs.py:651-657).
+  for (const HarnessRule *rule : rules) {
+    if (rule->layerList.empty())
+      continue;
+    const Attribute *value = test.workload.lookup(rule->name);
+    std::optional<int64_t> length = value ? listLength(*value) : std::nullopt;
+    Value count = valueOf(original, rule->layerList);
+    if (length && count && *length != *count) {
+      std::string why = rule->name + " lists " + std::to_string(*length) +
+                        " entries but " + flagOf(rule->layerList).str() +
+                        " is " + std::to_string(*count);
+      result.warnings.push_back(why);
+      return why;
+    }
+  }
+  return {};
 }
 
 void LoweringSearch::explainFloors(LoweringResult &result) {
@@ -679,8 +969,8 @@ fastci::readFloorOverrides(const Test &test, const Dialect &dialect,
 void LoweringSearch::keepFollowers(LoweringResult &result) const {
   for (size_t i = 0; i < dialect.dimensions.size(); ++i) {
     const Dimension &dim = dialect.dimensions[i];
-    if (dim.follows.empty() || dim.flag.empty() ||
-        test.workload.contains(dim.flag) || !original[i])
+    if (dim.follows.empty() || dim.flag.empty() || inWorkload(dim) ||
+        !original[i])
       continue;
     size_t followed = indexOf(dim.follows);
     if (followed >= current.size() || current[followed] == original[followed])

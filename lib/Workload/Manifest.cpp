@@ -10,11 +10,14 @@
 #include "fastci/Workload/Manifest.h"
 #include "fastci/Support/YAML.h"
 #include "fastci/Workload/Lowering.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include <algorithm>
+#include <map>
 
 using namespace fastci;
 
@@ -23,12 +26,13 @@ namespace {
 class ManifestReader {
 public:
   ManifestReader(Module &module, DiagnosticEngine &diag,
-                 ManifestLoadStats &stats, llvm::StringRef baseDir)
-      : module(module), diag(diag), stats(stats), baseDir(baseDir) {}
+                 ManifestLoadStats &stats, llvm::StringRef manifest)
+      : module(module), diag(diag), stats(stats),
+        baseDir(llvm::sys::path::parent_path(manifest)), manifest(manifest) {}
 
   LogicalResult read(const YAMLNode &root) {
     if (failed(expectKeys(root, {"version", "dialect", "defaults", "tests",
-                                 "import-megatron"})))
+                                 "import-megatron", "megatron-recipes"})))
       return failure();
     const YAMLNode *version = root.get("version");
     if (!version || version->getAsInt() != 1)
@@ -48,6 +52,9 @@ public:
         if (failed(readTest(test)))
           return failure();
     }
+    if (const YAMLNode *recipes = root.get("megatron-recipes"))
+      if (failed(readRecipes(*recipes)))
+        return failure();
     if (const YAMLNode *imports = root.get("import-megatron")) {
       if (failed(importMegatron(*imports)))
         return failure();
@@ -114,7 +121,15 @@ private:
       return error(id ? *id : node, "test needs a non-empty 'id'");
     Test &test = getOrAddTest(id->scalar);
     test.loc = id->loc;
+    return readFields(test, &node);
+  }
 
+  /// Sets \p test's fields from the manifest entry \p node (null for an
+  /// imported configuration), falling back to the manifest's defaults.
+  LogicalResult readFields(Test &test, const YAMLNode *entry) {
+    static const YAMLNode none;
+    const YAMLNode &node = entry ? *entry : none;
+    test.attrs.set(workload::attr::kManifest, Attribute::getString(manifest));
     std::optional<int64_t> gpus;
     if (const YAMLNode *value = field(node, "gpus")) {
       gpus = value->getAsInt();
@@ -155,8 +170,12 @@ private:
     if (const YAMLNode *tags = field(node, "tags"))
       if (failed(readStringList(*tags, test.tags)))
         return failure();
-    // Megatron's TEST_TYPE (`release`, `regular`...), kept as a tag.
-    if (const YAMLNode *type = field(node, "test_type"); type && type->isScalar())
+    // A test type (`release`, `regular`...), kept as a tag. Only imported
+    // configurations get the harness test type (kTestType): their runs are
+    // Megatron's run_ci_test.sh, whose rules lower-workload applies; a
+    // manifest job runs its own command, which need not resume as it does.
+    if (const YAMLNode *type = field(node, "test_type");
+        type && type->isScalar())
       if (!llvm::is_contained(test.tags, type->scalar))
         test.tags.push_back(type->scalar);
     if (const YAMLNode *command = field(node, "command"))
@@ -189,6 +208,12 @@ private:
     if (!dialectName.empty())
       test.attrs.set("dialect", Attribute::getString(dialectName));
     return success();
+  }
+
+  static void setTestType(Test &test, llvm::StringRef type) {
+    if (!llvm::is_contained(test.tags, type))
+      test.tags.push_back(type.str());
+    test.attrs.set(workload::attr::kTestType, Attribute::getString(type));
   }
 
   Test &getOrAddTest(llvm::StringRef name) {
@@ -252,14 +277,29 @@ private:
     if (!root->isMapping())
       return error(*root, "expected a Megatron model_config mapping");
     llvm::StringRef dir = llvm::sys::path::parent_path(path);
-    Test &test = getOrAddTest(llvm::sys::path::filename(dir));
+    llvm::StringRef name = llvm::sys::path::filename(dir);
+    Test &test = getOrAddTest(name);
     test.loc = root->loc;
-    if (const YAMLNode *args = root->get("MODEL_ARGS"); args && !args->isNull()) {
+    // The manifest's defaults first (a runnable `command`, `tolerant`...),
+    // so that what the configuration itself says wins.
+    if (failed(readFields(test, nullptr)))
+      return failure();
+    if (const YAMLNode *args = root->get("MODEL_ARGS");
+        args && !args->isNull()) {
       if (!args->isMapping())
         return error(*args, "MODEL_ARGS must map flags to values");
       for (const auto &[flag, value] : args->entries)
         test.workload.set(flag.scalar, value.toAttribute());
     }
+    // _run_training.sh:121-126: a later run of the test uses MODEL_ARGS_<n>
+    // when the config has it.
+    std::vector<Attribute> variants;
+    for (const auto &[key, value] : root->entries)
+      if (llvm::StringRef(key.scalar).starts_with("MODEL_ARGS_"))
+        variants.push_back(Attribute::getString(key.scalar));
+    if (!variants.empty())
+      test.attrs.set(workload::attr::kRunVariants,
+                     Attribute::getList(std::move(variants)));
     if (const YAMLNode *env = root->get("ENV_VARS"); env && env->isMapping()) {
       AttrDict vars;
       for (const auto &[name, value] : env->entries)
@@ -267,18 +307,200 @@ private:
       test.attrs.set("env", Attribute::getDict(std::move(vars)));
     }
     if (const YAMLNode *type = root->get("TEST_TYPE"); type && type->isScalar())
-      if (!llvm::is_contained(test.tags, type->scalar))
-        test.tags.push_back(type->scalar);
+      setTestType(test, type->scalar);
+    // run_ci_test.sh:77-78: MODE defaults to pretraining.
+    if (const YAMLNode *mode = root->get("MODE"); mode && mode->isScalar())
+      test.attrs.set(workload::attr::kMode, Attribute::getString(mode->scalar));
+    // test_pretraining_regular_pipeline.py:39-42: METRICS names the compared
+    // metrics; without it the harness compares its defaults (the schema's).
+    if (const YAMLNode *metrics = root->get("METRICS"); metrics) {
+      std::vector<std::string> names;
+      if (failed(readStringList(*metrics, names)))
+        return failure();
+      std::vector<Attribute> list;
+      for (std::string &metric : names)
+        list.push_back(Attribute::getString(metric));
+      test.attrs.set(workload::attr::kMetrics,
+                     Attribute::getList(std::move(list)));
+    }
     test.attrs.set("dialect", Attribute::getString("megatron"));
-    test.attrs.set("config", Attribute::getString(path));
-    llvm::SmallString<256> golden(dir);
-    llvm::sys::path::append(golden, "golden_values_dev_dgx_h100.json");
-    if (llvm::sys::fs::exists(golden))
-      test.attrs.set("golden", Attribute::getString(golden));
-    // Megatron's CI runs these on one node of 8 GPUs unless told otherwise.
-    if (test.cost.gpus == 0) {
-      test.cost.gpus = 8;
-      test.attrs.set("nproc", Attribute::getInt(8));
+    test.attrs.set(workload::attr::kConfig, Attribute::getString(path));
+    if (failed(readGoldens(test, dir)))
+      return failure();
+    applyWorldSize(test, name);
+    // run_ci_test.sh:297-304: a config may start MODEL_ARGS' run with its
+    // own GPUs per node (MODEL_ENV_VARS.MODEL_ARGS.GPUS_PER_NODE); the job
+    // still reserves the recipe's GPUs.
+    if (const YAMLNode *vars = root->get("MODEL_ENV_VARS"))
+      if (const YAMLNode *own = vars->get("MODEL_ARGS"))
+        if (const YAMLNode *perNode = own->get("GPUS_PER_NODE"))
+          if (std::optional<int64_t> gpus = perNode->getAsInt();
+              gpus && *gpus > 0)
+            test.attrs.set(
+                "nproc",
+                Attribute::getInt(*gpus * test.attrs.get(workload::attr::kNodes)
+                                              .asInt()
+                                              .value_or(1)));
+    return success();
+  }
+
+  /// Records every golden-values file beside a configuration. The recipes
+  /// name them golden_values_{environment}_{platform}.json
+  /// (tests/test_utils/recipes/h100/gpt.yaml:59); `lts` files and the
+  /// `_2nd` files of resumed runs sit beside them. `golden` is the
+  /// dev/H100 one when there is one, as before, else the first by name.
+  LogicalResult readGoldens(Test &test, llvm::StringRef dir) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+         it.increment(ec)) {
+      llvm::StringRef file = llvm::sys::path::filename(it->path());
+      if (file.starts_with("golden_values") && file.ends_with(".json"))
+        files.push_back(it->path());
+    }
+    if (files.empty())
+      return success();
+    std::sort(files.begin(), files.end());
+    std::string preferred = files.front();
+    for (const std::string &file : files)
+      if (llvm::sys::path::filename(file) == "golden_values_dev_dgx_h100.json")
+        preferred = file;
+    if (llvm::sys::path::filename(preferred).contains("_2nd"))
+      for (const std::string &file : files)
+        if (!llvm::sys::path::filename(file).contains("_2nd")) {
+          preferred = file;
+          break;
+        }
+    test.attrs.set(workload::attr::kGolden, Attribute::getString(preferred));
+    std::vector<Attribute> list;
+    AttrDict lastStep;
+    for (const std::string &file : files) {
+      list.push_back(Attribute::getString(file));
+      // common.py:69-73: each metric has `values` keyed by step.
+      llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+          llvm::MemoryBuffer::getFile(file);
+      if (!text)
+        continue;
+      llvm::Expected<llvm::json::Value> json =
+          llvm::json::parse((*text)->getBuffer());
+      if (!json) {
+        diag.warning(test.loc, "golden file '" + file + "' is not JSON: " +
+                                   llvm::toString(json.takeError()));
+        continue;
+      }
+      const llvm::json::Object *metrics = json->getAsObject();
+      if (!metrics)
+        continue;
+      for (const auto &[metric, body] : *metrics) {
+        const llvm::json::Object *object = body.getAsObject();
+        const llvm::json::Object *values =
+            object ? object->getObject("values") : nullptr;
+        if (!values)
+          continue;
+        int64_t last = lastStep.get(metric.str()).asInt().value_or(0);
+        for (const auto &entry : *values) {
+          int64_t step;
+          if (!llvm::StringRef(entry.first).getAsInteger(10, step))
+            last = std::max(last, step);
+        }
+        lastStep.set(metric.str(), Attribute::getInt(last));
+      }
+    }
+    test.attrs.set(workload::attr::kGoldens,
+                   Attribute::getList(std::move(list)));
+    if (!lastStep.empty())
+      test.attrs.set(workload::attr::kGoldenLastStep,
+                     Attribute::getDict(std::move(lastStep)));
+    return success();
+  }
+
+  /// Sets the world size from the recipes table, else to the harness's
+  /// default of one node of 8 GPUs (_run_training.sh:201-202:
+  /// NUM_NODES=1, GPUS_PER_NODE=8), unless the manifest set one.
+  void applyWorldSize(Test &test, llvm::StringRef name) {
+    if (test.cost.gpus != 0 || test.attrs.contains("nproc"))
+      return;
+    int64_t nodes = 1, perNode = 8;
+    // A test no recipe runs (release tests at the pinned commit) needs at
+    // least the GPUs of its parallel layout: Megatron requires the world to
+    // be a multiple of tp x pp x cp (parallel_state.py), so it gets the
+    // fewest 8-GPU nodes that hold one model replica.
+    int64_t replica = 1;
+    for (llvm::StringRef flag :
+         {"--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+          "--context-parallel-size"})
+      if (std::optional<int64_t> degree = test.workload.get(flag).asInt();
+          degree && *degree > 0)
+        replica *= *degree;
+    nodes = std::max<int64_t>(1, (replica + perNode - 1) / perNode);
+    if (auto it = recipes.find(name.str()); it != recipes.end()) {
+      nodes = it->second.nodes;
+      perNode = it->second.gpusPerNode;
+      std::vector<Attribute> names;
+      for (const std::string &recipe : it->second.recipes)
+        names.push_back(Attribute::getString(recipe));
+      test.attrs.set(workload::attr::kRecipes,
+                     Attribute::getList(std::move(names)));
+    }
+    test.cost.gpus = nodes * perNode;
+    test.cost.gpuSeconds = double(test.cost.gpus) * test.cost.seconds;
+    test.attrs.set("nproc", Attribute::getInt(nodes * perNode));
+    test.attrs.set(workload::attr::kNodes, Attribute::getInt(nodes));
+  }
+
+  /// One test's entry of the recipes table.
+  struct RecipeEntry {
+    int64_t nodes = 1;
+    int64_t gpusPerNode = 8;
+    std::vector<std::string> recipes;
+  };
+
+  /// Reads the recipes table (utils/megatron/extract_recipes.py writes it
+  /// from Megatron's tests/test_utils/recipes/*.yaml): per test, the nodes
+  /// and GPUs per node of its run.
+  LogicalResult readRecipes(const YAMLNode &node) {
+    if (!node.isScalar())
+      return error(node, "'megatron-recipes' must name a recipes table");
+    std::string path = resolvePath(node.scalar);
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!buffer)
+      return error(node, "cannot read recipes table '" + path +
+                             "': " + buffer.getError().message());
+    std::optional<YAMLNode> root =
+        parseYAML(diag.addBuffer(std::move(*buffer)), diag);
+    if (!root)
+      return failure();
+    if (failed(expectKeys(*root, {"version", "source", "tests"})))
+      return failure();
+    const YAMLNode *version = root->get("version");
+    if (!version || version->getAsInt() != 1)
+      return error(version ? *version : *root,
+                   "expected 'version: 1' in recipes table");
+    const YAMLNode *tests = root->get("tests");
+    if (!tests || !tests->isMapping())
+      return error(tests ? *tests : *root,
+                   "expected a mapping of tests under 'tests'");
+    for (const auto &[name, entry] : tests->entries) {
+      if (failed(checkMappingKeys(entry, {"nodes", "gpus-per-node", "recipes"},
+                                  "recipe entry", diag)))
+        return failure();
+      RecipeEntry parsed;
+      for (auto [key, out] :
+           {std::pair{"nodes", &parsed.nodes},
+            std::pair{"gpus-per-node", &parsed.gpusPerNode}}) {
+        const YAMLNode *value = entry.get(key);
+        std::optional<int64_t> number =
+            value ? value->getAsInt() : std::nullopt;
+        if (!number || *number < 1)
+          return error(value ? *value : entry,
+                       "'" + llvm::Twine(key) + "' must be a positive integer");
+        *out = *number;
+      }
+      if (const YAMLNode *list = entry.get("recipes"))
+        if (failed(readStringList(*list, parsed.recipes)))
+          return failure();
+      recipes[name.scalar] = std::move(parsed);
     }
     return success();
   }
@@ -287,6 +509,10 @@ private:
   DiagnosticEngine &diag;
   ManifestLoadStats &stats;
   std::string baseDir;
+  /// The manifest's path, recorded on its tests.
+  std::string manifest;
+  /// Test name -> its run's nodes and GPUs (megatron-recipes).
+  std::map<std::string, RecipeEntry> recipes;
   std::string defaultDialect;
   const YAMLNode *defaults = nullptr;
 };
@@ -300,9 +526,7 @@ LogicalResult fastci::loadTestManifest(unsigned bufferId, Module &module,
     return failure();
   llvm::StringRef name =
       diag.getSourceMgr().getMemoryBuffer(bufferId)->getBufferIdentifier();
-  return ManifestReader(module, diag, stats,
-                        llvm::sys::path::parent_path(name))
-      .read(*root);
+  return ManifestReader(module, diag, stats, name).read(*root);
 }
 
 /// A reason: a non-empty string, where a bare `true` or `yes` is taken for a

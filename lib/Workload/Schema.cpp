@@ -8,9 +8,11 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Workload/Schema.h"
 #include "fastci/Support/YAML.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
 #include <limits>
 
 using namespace fastci;
@@ -50,9 +52,37 @@ const Dimension *Dialect::lookup(llvm::StringRef name) const {
 
 const Dimension *Dialect::lookupFlag(llvm::StringRef flag) const {
   for (const Dimension &dim : dimensions)
-    if (!dim.flag.empty() && dim.flag == flag)
+    if ((!dim.flag.empty() && dim.flag == flag) ||
+        llvm::is_contained(dim.aliases, flag))
       return &dim;
   return nullptr;
+}
+
+bool Dialect::knowsFlag(llvm::StringRef flag) const {
+  return lookupFlag(flag) || flags.contains(flag);
+}
+
+std::vector<std::string>
+Dialect::unknownFlagDimensions(llvm::StringRef flag) const {
+  // The words of the flag's name (`--moe-layer-freq`: moe, layer, freq)
+  // are matched as prefixes, so `layers` and `layer` match alike.
+  llvm::SmallVector<llvm::StringRef> words;
+  llvm::SplitString(flag, words, "-_.");
+  std::vector<std::string> result;
+  for (const auto &[word, dims] : unknownFlagWords)
+    for (llvm::StringRef part : words)
+      if (part.lower().rfind(word, 0) == 0) {
+        for (const std::string &dim : dims)
+          if (!llvm::is_contained(result, dim))
+            result.push_back(dim);
+        break;
+      }
+  if (!result.empty())
+    return result;
+  for (const Dimension &dim : dimensions)
+    if (!dim.flag.empty() && llvm::is_contained(unknownFlagRoles, dim.role))
+      result.push_back(dim.name);
+  return result;
 }
 
 const Dialect *WorkloadSchema::lookup(llvm::StringRef name) const {
@@ -140,22 +170,9 @@ private:
     return names;
   }
 
-  std::optional<Dimension> readDimension(const YAMLNode &node) {
-    if (!expectKeys(node, {"name", "flag", "role", "min", "default", "cost",
-                           "source", "derive", "lower", "follows"}))
-      return std::nullopt;
-    Dimension dim;
-    const YAMLNode *name = node.get("name");
-    if (!name || !name->isScalar() || name->scalar.empty())
-      return error(name ? *name : node, "dimension needs a 'name'");
-    dim.name = name->scalar;
-    if (const YAMLNode *flag = node.get("flag"))
-      dim.flag = flag->scalar;
-    const YAMLNode *role = node.get("role");
-    if (!role)
-      return error(node, "dimension '" + dim.name + "' needs a 'role'");
-    std::optional<DimensionRole> parsedRole =
-        llvm::StringSwitch<std::optional<DimensionRole>>(role->scalar)
+  std::optional<DimensionRole> readRole(const YAMLNode &role) {
+    std::optional<DimensionRole> parsed =
+        llvm::StringSwitch<std::optional<DimensionRole>>(role.scalar)
             .Case("steps", DimensionRole::Steps)
             .Case("depth", DimensionRole::Depth)
             .Case("width", DimensionRole::Width)
@@ -165,10 +182,197 @@ private:
             .Case("parallel", DimensionRole::Parallel)
             .Case("precision", DimensionRole::Precision)
             .Default(std::nullopt);
+    if (!parsed)
+      error(role, "unknown role '" + role.scalar +
+                      "' (expected steps, depth, width, sequence, batch, "
+                      "checkpoint, parallel or precision)");
+    return parsed;
+  }
+
+  std::optional<std::vector<DimensionRole>> readRoles(const YAMLNode &node) {
+    if (!node.isSequence())
+      return error(node, "expected a list of roles");
+    std::vector<DimensionRole> roles;
+    for (const YAMLNode &element : node.elements) {
+      std::optional<DimensionRole> role = readRole(element);
+      if (!role)
+        return std::nullopt;
+      roles.push_back(*role);
+    }
+    return roles;
+  }
+
+  /// Every name in \p names is a dimension of \p dialect (or, with
+  /// \p allowIntegers, an integer constant); reports the first that is not.
+  bool checkDeclared(const YAMLNode &at, llvm::ArrayRef<std::string> names,
+                     const Dialect &dialect, llvm::StringRef what,
+                     bool allowIntegers = false) {
+    for (const std::string &name : names) {
+      int64_t constant;
+      if (allowIntegers && !llvm::StringRef(name).getAsInteger(10, constant))
+        continue;
+      if (!dialect.lookup(name)) {
+        error(at, what + " names undeclared dimension '" + name + "'");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// Reads a flag, test-type or mode rule (docs/Workloads.md).
+  std::optional<HarnessRule> readRule(llvm::StringRef name,
+                                      const YAMLNode &node,
+                                      const Dialect &dialect,
+                                      llvm::StringRef what) {
+    HarnessRule rule;
+    rule.name = name.str();
+    if (node.isNull())
+      return rule;
+    if (!expectKeys(node, {"scope", "pin", "pin-roles", "unpin", "requires",
+                           "layer-list", "keep", "goldens", "why"}))
+      return std::nullopt;
+    std::string label = (what + " '" + name + "'").str();
+    for (auto [key, out] :
+         {std::pair{"scope", &rule.scopes}, std::pair{"pin", &rule.pins},
+          std::pair{"unpin", &rule.unpins},
+          std::pair{"requires", &rule.required}}) {
+      const YAMLNode *list = node.get(key);
+      if (!list)
+        continue;
+      std::optional<std::vector<std::string>> names = readNames(*list);
+      if (!names)
+        return std::nullopt;
+      if (llvm::StringRef(key) == "scope") {
+        for (const std::string &scope : *names)
+          if (!dialect.scopes.contains(scope))
+            return error(*list, label + " adds unknown scope '" + scope + "'");
+      } else if (!checkDeclared(*list, *names, dialect, label)) {
+        return std::nullopt;
+      }
+      *out = std::move(*names);
+    }
+    if (const YAMLNode *roles = node.get("pin-roles")) {
+      std::optional<std::vector<DimensionRole>> parsed = readRoles(*roles);
+      if (!parsed)
+        return std::nullopt;
+      rule.pinRoles = std::move(*parsed);
+    }
+    if (const YAMLNode *list = node.get("layer-list")) {
+      if (!checkDeclared(*list, {list->scalar}, dialect, label))
+        return std::nullopt;
+      rule.layerList = list->scalar;
+    }
+    if (const YAMLNode *keep = node.get("keep")) {
+      if (!keep->isScalar() || keep->scalar.empty())
+        return error(*keep, "'keep' needs the reason the test is kept");
+      rule.keep = keep->scalar;
+    }
+    if (const YAMLNode *goldens = node.get("goldens")) {
+      std::optional<bool> value = goldens->getAsBool();
+      if (!value)
+        return error(*goldens, "'goldens' must be true or false");
+      rule.goldens = *value;
+    }
+    if (const YAMLNode *why = node.get("why"))
+      rule.why = why->scalar;
+    // A rule that pins, frees or requires something says why: that reason
+    // is what the plan shows next to the dimension.
+    if (rule.why.empty() && (!rule.pins.empty() || !rule.pinRoles.empty() ||
+                             !rule.unpins.empty() || !rule.layerList.empty()))
+      return error(node, label + " needs a 'why'");
+    return rule;
+  }
+
+  bool readRules(const YAMLNode &node, const Dialect &dialect,
+                 llvm::StringRef what, llvm::StringMap<HarnessRule> &out) {
+    if (!node.isMapping()) {
+      error(node, "expected a mapping of " + what + "s");
+      return false;
+    }
+    for (const auto &[name, body] : node.entries) {
+      std::optional<HarnessRule> rule =
+          readRule(name.scalar, body, dialect, what);
+      if (!rule)
+        return false;
+      out[name.scalar] = std::move(*rule);
+    }
+    return true;
+  }
+
+  /// Reads the `harness:` section: test types, modes, compared metrics and
+  /// the timing windows.
+  bool readHarness(const YAMLNode &node, Dialect &dialect) {
+    if (!expectKeys(node, {"test-types", "modes", "metrics", "timing"}))
+      return false;
+    if (const YAMLNode *types = node.get("test-types"))
+      if (!readRules(*types, dialect, "test type", dialect.testTypes))
+        return false;
+    if (const YAMLNode *modes = node.get("modes"))
+      if (!readRules(*modes, dialect, "mode", dialect.modes))
+        return false;
+    if (const YAMLNode *metrics = node.get("metrics")) {
+      std::optional<std::vector<std::string>> names = readNames(*metrics);
+      if (!names)
+        return false;
+      dialect.defaultMetrics = std::move(*names);
+    }
+    if (const YAMLNode *timing = node.get("timing")) {
+      if (!expectKeys(*timing, {"metric", "windows"}))
+        return false;
+      const YAMLNode *metric = timing->get("metric");
+      const YAMLNode *windows = timing->get("windows");
+      if (!metric || !metric->isScalar() || !windows ||
+          !windows->isSequence()) {
+        error(*timing, "'timing' needs 'metric' and a list of 'windows'");
+        return false;
+      }
+      dialect.timingMetric = metric->scalar;
+      for (const YAMLNode &element : windows->elements) {
+        if (!expectKeys(element, {"up-to", "first", "last"}))
+          return false;
+        TimingWindow window;
+        if (element.get("up-to")) {
+          int64_t upTo = 0;
+          if (!readInt(element, "up-to", upTo, 1))
+            return false;
+          window.upTo = upTo;
+        }
+        if (!element.get("first") || !element.get("last")) {
+          error(element, "a timing window needs 'first' and 'last'");
+          return false;
+        }
+        if (!readInt(element, "first", window.first, 1) ||
+            !readInt(element, "last", window.last, 1))
+          return false;
+        dialect.timingWindows.push_back(window);
+      }
+    }
+    return true;
+  }
+
+  std::optional<Dimension> readDimension(const YAMLNode &node) {
+    if (!expectKeys(node, {"name", "flag", "role", "min", "default", "cost",
+                           "source", "derive", "lower", "follows", "aliases"}))
+      return std::nullopt;
+    Dimension dim;
+    const YAMLNode *name = node.get("name");
+    if (!name || !name->isScalar() || name->scalar.empty())
+      return error(name ? *name : node, "dimension needs a 'name'");
+    dim.name = name->scalar;
+    if (const YAMLNode *flag = node.get("flag"))
+      dim.flag = flag->scalar;
+    if (const YAMLNode *aliases = node.get("aliases")) {
+      std::optional<std::vector<std::string>> list = readNames(*aliases);
+      if (!list)
+        return std::nullopt;
+      dim.aliases = std::move(*list);
+    }
+    const YAMLNode *role = node.get("role");
+    if (!role)
+      return error(node, "dimension '" + dim.name + "' needs a 'role'");
+    std::optional<DimensionRole> parsedRole = readRole(*role);
     if (!parsedRole)
-      return error(*role, "unknown role '" + role->scalar +
-                              "' (expected steps, depth, width, sequence, "
-                              "batch, checkpoint, parallel or precision)");
+      return std::nullopt;
     dim.role = *parsedRole;
     if (!readInt(node, "min", dim.min, 0))
       return std::nullopt;
@@ -191,9 +395,9 @@ private:
       dim.lower = *value;
     }
     if (const YAMLNode *source = node.get("source")) {
-      if (source->scalar != "nproc")
+      if (source->scalar != "nproc" && source->scalar != "timing-window")
         return error(*source, "unknown source '" + source->scalar +
-                                  "' (expected 'nproc')");
+                                  "' (expected 'nproc' or 'timing-window')");
       dim.source = source->scalar;
     }
     if (const YAMLNode *follows = node.get("follows")) {
@@ -202,8 +406,13 @@ private:
       dim.follows = follows->scalar;
     }
     if (const YAMLNode *derive = node.get("derive")) {
-      if (!expectKeys(*derive, {"num", "den"}))
+      if (!expectKeys(*derive, {"num", "den", "round"}))
         return std::nullopt;
+      if (const YAMLNode *round = derive->get("round")) {
+        if (round->scalar != "down")
+          return error(*round, "'round' must be 'down'");
+        dim.deriveRoundDown = true;
+      }
       for (auto [key, out] : {std::pair{"num", &dim.deriveNum},
                               std::pair{"den", &dim.deriveDen}}) {
         if (const YAMLNode *names = derive->get(key)) {
@@ -223,10 +432,12 @@ private:
                                            const Dialect &dialect,
                                            bool floor = false) {
     if (floor ? !expectKeys(node, {"name", "at-least", "than", "factor", "plus",
-                                   "when", "if-scope", "why"})
-              : !expectKeys(node, {"divisible", "by", "factor", "less",
-                                   "at-least", "than", "plus", "preserve",
-                                   "when", "if-scope", "why"}))
+                                   "when", "unless", "if-scope", "if-test-type",
+                                   "why"})
+              : !expectKeys(node,
+                            {"divisible", "by", "factor", "less", "at-least",
+                             "than", "plus", "preserve", "when", "unless",
+                             "if-scope", "if-test-type", "capped", "why"}))
       return std::nullopt;
     Constraint constraint;
     if (floor) {
@@ -248,6 +459,23 @@ private:
       constraint.when = when->scalar;
     if (const YAMLNode *scope = node.get("if-scope"))
       constraint.ifScope = scope->scalar;
+    for (auto [key, out] : {std::pair{"unless", &constraint.unless},
+                            std::pair{"if-test-type", &constraint.ifTestTypes}})
+      if (const YAMLNode *value = node.get(key)) {
+        // One name or a list of them.
+        std::optional<std::vector<std::string>> names =
+            value->isScalar() ? std::optional(std::vector{value->scalar})
+                              : readNames(*value);
+        if (!names)
+          return std::nullopt;
+        *out = std::move(*names);
+      }
+    if (const YAMLNode *capped = node.get("capped")) {
+      std::optional<bool> value = capped->getAsBool();
+      if (!value)
+        return error(*capped, "'capped' must be true or false");
+      constraint.capped = *value;
+    }
     if (const YAMLNode *value = node.get("divisible")) {
       constraint.kind = Constraint::Kind::Divisible;
       constraint.value = value->scalar;
@@ -262,10 +490,10 @@ private:
         return std::nullopt;
       if (const YAMLNode *plus = node.get("plus"))
         return error(*plus, "'plus' only applies to 'less' and 'at-least'");
-    } else if (const YAMLNode *value = node.get("less") ? node.get("less")
-                                                          : node.get("at-least")) {
-      constraint.kind = node.get("less") ? Constraint::Kind::Less
-                                         : Constraint::Kind::AtLeast;
+    } else if (const YAMLNode *value =
+                   node.get("less") ? node.get("less") : node.get("at-least")) {
+      constraint.kind =
+          node.get("less") ? Constraint::Kind::Less : Constraint::Kind::AtLeast;
       constraint.value = value->scalar;
       const YAMLNode *than = node.get("than");
       if (!than)
@@ -313,17 +541,19 @@ private:
       used.push_back(constraint.value);
     if (!constraint.when.empty())
       used.push_back(constraint.when);
+    llvm::append_range(used, constraint.unless);
     for (const std::string &name : used)
       if (!dialect.lookup(name))
-        return error(node, "constraint names undeclared dimension '" + name +
-                               "'");
+        return error(node,
+                     "constraint names undeclared dimension '" + name + "'");
     return constraint;
   }
 
   std::optional<Dialect> readDialect(llvm::StringRef name,
                                      const YAMLNode &node) {
     if (!expectKeys(node, {"dimensions", "constraints", "floors", "scopes",
-                           "fixed-fraction"}))
+                           "fixed-fraction", "name-scopes", "flags",
+                           "neutral-flags", "unknown-flags", "harness"}))
       return std::nullopt;
     Dialect dialect;
     dialect.name = name.str();
@@ -347,9 +577,10 @@ private:
       dialect.dimensions.push_back(std::move(*dim));
     }
     for (const Dimension &dim : dialect.dimensions) {
-      for (const std::string &ref : llvm::concat<const std::string>(
-               dim.deriveNum, dim.deriveDen))
-        if (!names.contains(ref))
+      for (const std::string &ref :
+           llvm::concat<const std::string>(dim.deriveNum, dim.deriveDen))
+        if (int64_t constant; !names.contains(ref) &&
+                              llvm::StringRef(ref).getAsInteger(10, constant))
           return error(*dims, "dimension '" + dim.name +
                                   "' derives from undeclared '" + ref + "'");
       if (!dim.follows.empty() && !names.contains(dim.follows))
@@ -390,11 +621,72 @@ private:
         for (const std::string &dimName : *list)
           if (!names.contains(dimName))
             return error(pinned, "scope '" + scope.scalar +
-                                     "' pins undeclared dimension '" +
-                                     dimName + "'");
+                                     "' pins undeclared dimension '" + dimName +
+                                     "'");
         dialect.scopes[scope.scalar] = std::move(*list);
       }
     }
+    if (const YAMLNode *patterns = node.get("name-scopes")) {
+      if (!patterns->isSequence())
+        return error(*patterns, "expected a list of name scopes");
+      for (const YAMLNode &element : patterns->elements) {
+        if (!expectKeys(element, {"regex", "scope"}))
+          return std::nullopt;
+        const YAMLNode *regex = element.get("regex");
+        const YAMLNode *scope = element.get("scope");
+        if (!regex || !scope)
+          return error(element, "a name scope needs 'regex' and 'scope'");
+        std::string problem;
+        if (!llvm::Regex(regex->scalar).isValid(problem))
+          return error(*regex, "invalid regex: " + problem);
+        if (!dialect.scopes.contains(scope->scalar))
+          return error(*scope, "unknown scope '" + scope->scalar + "'");
+        dialect.nameScopes.push_back({regex->scalar, scope->scalar});
+      }
+    }
+    if (const YAMLNode *neutral = node.get("neutral-flags")) {
+      std::optional<std::vector<std::string>> list = readNames(*neutral);
+      if (!list)
+        return std::nullopt;
+      for (std::string &flag : *list)
+        dialect.flags[flag].name = flag;
+    }
+    if (const YAMLNode *flags = node.get("flags"))
+      if (!readRules(*flags, dialect, "flag", dialect.flags))
+        return std::nullopt;
+    if (const YAMLNode *unknown = node.get("unknown-flags")) {
+      if (!expectKeys(*unknown, {"words", "otherwise-roles"}))
+        return std::nullopt;
+      if (const YAMLNode *words = unknown->get("words")) {
+        if (!words->isMapping())
+          return error(*words, "expected a mapping of words to dimensions");
+        for (const auto &[word, dims] : words->entries) {
+          std::optional<std::vector<std::string>> list = readNames(dims);
+          if (!list ||
+              !checkDeclared(dims, *list, dialect,
+                             "unknown-flag word '" + word.scalar + "'"))
+            return std::nullopt;
+          dialect.unknownFlagWords.push_back({word.scalar, std::move(*list)});
+        }
+      }
+      if (const YAMLNode *roles = unknown->get("otherwise-roles")) {
+        std::optional<std::vector<DimensionRole>> parsed = readRoles(*roles);
+        if (!parsed)
+          return std::nullopt;
+        dialect.unknownFlagRoles = std::move(*parsed);
+      }
+    }
+    if (const YAMLNode *harness = node.get("harness"))
+      if (!readHarness(*harness, dialect))
+        return std::nullopt;
+    // A misspelt test type would make its rules silently never apply.
+    for (const Constraint &c :
+         llvm::concat<const Constraint>(dialect.constraints, dialect.floors))
+      for (const std::string &type : c.ifTestTypes)
+        if (!dialect.testTypes.contains(type))
+          return error(node, "'if-test-type' names unknown test type '" + type +
+                                 "' (declare it under harness: "
+                                 "test-types:)");
     return dialect;
   }
 

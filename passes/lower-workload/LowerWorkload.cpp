@@ -11,9 +11,11 @@
 #include "fastci/Pass/Pass.h"
 #include "fastci/Pass/PassRegistry.h"
 #include "fastci/Workload/Lowering.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
+#include <set>
 
 using namespace fastci;
 
@@ -38,27 +40,36 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
            "compared steps, steps after a resume, width per tensor-parallel "
            "rank, micro-batches per step...); a test they limit names them "
            "in `floors`, as it names the floors its manifest entry turned "
-           "off or raised (`floor_overrides`). A test with no valid "
-           "lowering keeps its "
-           "workload and says why in `lowering_reason`.";
+           "off or raised (`floor_overrides`). Tests imported from "
+           "Megatron-LM's functional tests follow its harness's rules (resume "
+           "point, test type, compared metrics and timing window), recorded "
+           "with `golden_steps` and `golden_metrics`. A flag the dialect "
+           "does not know is reported once per manifest and blocks the "
+           "dimensions it could depend on unless `allow-flags` names it. A "
+           "test with no valid lowering keeps its workload and says why in "
+           "`lowering_reason`.";
   }
 
   Option<std::string> schemaFile{
       *this, "schema",
       llvm::cl::desc("Workload schema (default: the one FastCI ships)")};
   Option<std::string> defaultDialect{
-      *this, "dialect",
-      llvm::cl::desc("Dialect of tests that name none"),
+      *this, "dialect", llvm::cl::desc("Dialect of tests that name none"),
       llvm::cl::init("megatron")};
   Option<bool> inferScopes{
       *this, "infer-scope",
-      llvm::cl::desc("Infer the scope of tests that declare none from their id"),
+      llvm::cl::desc(
+          "Infer the scope of tests that declare none from their id"),
       llvm::cl::init(true)};
   Option<bool> useFloors{
       *this, "floors",
       llvm::cl::desc("Apply the schema's behaviour floors (false: shrink to "
                      "the framework's constraints alone)"),
       llvm::cl::init(true)};
+  ListOption<std::string> allowFlags{
+      *this, "allow-flags",
+      llvm::cl::desc("Flags the dialect does not know that may not block "
+                     "lowering (`*`: every flag)")};
   Option<unsigned> searchBudget{
       *this, "search-budget",
       llvm::cl::desc("Constraint checks per test before giving up"),
@@ -68,6 +79,8 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
   Statistic numKept{this, "num-kept", "Tests whose workload could not shrink"};
   Statistic numInferred{this, "num-inferred-scopes",
                         "Tests whose scope was inferred from their id"};
+  Statistic numUnknownFlags{this, "num-unknown-flags",
+                            "Distinct unknown flags reported"};
 
   WorkloadSchema schema;
 
@@ -126,12 +139,61 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
         test.attrs.set("scope_source", Attribute::getString("inferred"));
         ++numInferred;
       }
+      // What the harness validates whatever the id says (a `ckpt-resume`
+      // test resumes).
+      for (std::string &scope : harnessScopes(test, *dialect))
+        if (!llvm::is_contained(test.scope, scope))
+          test.scope.push_back(std::move(scope));
+      reportUnknownFlags(test, *dialect);
       LoweringOptions options;
       options.searchBudget = searchBudget;
       options.floors = useFloors;
       options.floorOverrides = std::move(*overrides);
-      record(test, lowerWorkload(test, test.scope, *dialect, options));
+      options.allowedFlags.assign(allowFlags.begin(), allowFlags.end());
+      LoweringResult result =
+          lowerWorkload(test, test.scope, *dialect, options);
+      for (const std::string &warning : result.warnings)
+        getDiagnostics().warning(test.loc,
+                                 "test '" + test.name + "' kept: " + warning);
+      record(test, result);
     }
+  }
+
+  /// (manifest, flag) pairs already reported.
+  std::set<std::pair<std::string, std::string>> reported;
+
+  /// Warns, once per manifest, at the first test naming it, of each flag
+  /// the test's dialect does not know; records them on the test.
+  void reportUnknownFlags(Test &test, const Dialect &dialect) {
+    std::vector<std::string> flags = unknownFlags(test, dialect);
+    if (flags.empty())
+      return;
+    bool allowAll = llvm::is_contained(allowFlags, "*");
+    std::vector<Attribute> list;
+    Attribute manifest = test.attrs.get(workload::attr::kManifest);
+    std::string source = manifest.isString() ? manifest.getString().str() : "";
+    for (const std::string &flag : flags) {
+      list.push_back(Attribute::getString(flag));
+      if (allowAll || llvm::is_contained(allowFlags, flag) ||
+          !reported.insert({source, flag}).second)
+        continue;
+      ++numUnknownFlags;
+      std::string dims;
+      for (const std::string &name : dialect.unknownFlagDimensions(flag)) {
+        const Dimension *dim = dialect.lookup(name);
+        dims += (dims.empty() ? "" : ", ") +
+                (dim && !dim->flag.empty() ? dim->flag : name);
+      }
+      getDiagnostics().warning(
+          test.loc, "flag '" + flag + "' of test '" + test.name +
+                        "' is unknown to dialect '" + dialect.name +
+                        "'; it blocks lowering " + dims +
+                        " in every test of this manifest that names it "
+                        "(allow it with lower-workload{allow-flags=" +
+                        flag + "})");
+    }
+    test.attrs.set(workload::attr::kUnknownFlags,
+                   Attribute::getList(std::move(list)));
   }
 
   /// Writes \p result onto \p test.
@@ -156,6 +218,13 @@ struct LowerWorkloadPass : PassWrapper<LowerWorkloadPass> {
       test.attrs.set("golden_steps", Attribute::getInt(*result.goldenSteps));
     if (result.goldenInvalidated)
       test.attrs.set("golden_invalidated", Attribute::getBool(true));
+    if (!result.goldenMetrics.empty()) {
+      std::vector<Attribute> metrics;
+      for (const std::string &metric : result.goldenMetrics)
+        metrics.push_back(Attribute::getString(metric));
+      test.attrs.set(workload::attr::kGoldenMetrics,
+                     Attribute::getList(std::move(metrics)));
+    }
     test.attrs.set("original_seconds", Attribute::getFloat(test.cost.seconds));
     test.cost.seconds = result.predictedSeconds;
     test.cost.gpuSeconds = double(test.cost.gpus) * result.predictedSeconds;

@@ -57,6 +57,17 @@ struct ParsePythonPass : PassWrapper<ParsePythonPass> {
   Statistic numCached{this, "files-cached", "Files taken from the cache"};
   Statistic numEntities{this, "entities", "Code entities added"};
   Statistic numTests{this, "tests", "pytest items added"};
+  Statistic walkMicros{this, "us-walk", "Microseconds walking the tree"};
+  Statistic cacheReadMicros{this, "us-cache-read",
+                            "Microseconds mapping the summary cache"};
+  Statistic filesMicros{this, "us-files",
+                        "Microseconds summarizing files (cache hits, reads, "
+                        "parses)"};
+  Statistic cacheWriteMicros{this, "us-cache-write",
+                             "Microseconds writing the summary cache"};
+  Statistic linkMicros{this, "us-link",
+                       "Microseconds linking pytest items across files"};
+  Statistic buildMicros{this, "us-ir", "Microseconds building the IR"};
 
   LogicalResult initialize(DiagnosticEngine &diag) override {
     if (root.getValue().empty()) {
@@ -111,6 +122,12 @@ struct ParsePythonPass : PassWrapper<ParsePythonPass> {
     numCached += stats.filesCached;
     numEntities += module.getNumEntities() - entitiesBefore;
     numTests += module.getNumTests() - testsBefore;
+    walkMicros += stats.walkMicros;
+    cacheReadMicros += stats.cacheReadMicros;
+    filesMicros += stats.filesMicros;
+    cacheWriteMicros += stats.cacheWriteMicros;
+    linkMicros += stats.linkMicros;
+    buildMicros += stats.buildMicros;
   }
 };
 } // namespace

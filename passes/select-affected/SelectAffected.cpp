@@ -27,7 +27,9 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
            "(modified, deleted, moved or renamed, not cosmetic), and by "
            "fail-safe rules every test evidence cannot vouch for: the change "
            "policy forcing all, changed tests, missing or stale evidence, "
-           "non-Python files routed to tests, static callees of sampled "
+           "non-Python files routed to tests or read by them, syntax "
+           "errors, module-level code observed at import or through the "
+           "names it binds, static callees of sampled "
            "callers, static reach within `static-hops`, and the same "
            "package. Writes `selected`, `rule` and `reason` on every test. "
            "See docs/Selection.md.";
@@ -89,6 +91,9 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
                         "Tests selected because the policy selects all"};
   Statistic byChangedTest{this, "rule-changed-test",
                           "Tests selected because they changed"};
+  Statistic byParseError{this, "rule-parse-error",
+                         "Tests selected because of a file with syntax "
+                         "errors"};
   Statistic byMissing{this, "rule-missing-evidence",
                       "Tests selected for lack of evidence"};
   Statistic byStale{this, "rule-stale-evidence",
@@ -98,6 +103,14 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
                          "unverified"};
   Statistic byReferenced{this, "rule-referenced-file",
                          "Tests selected for a changed file routed to them"};
+  Statistic byReadsFile{this, "rule-reads-file",
+                        "Tests selected because they read a changed file"};
+  Statistic byImportTime{this, "rule-import-time",
+                         "Tests selected because changed code runs when "
+                         "their processes import a module"};
+  Statistic byModuleName{this, "rule-module-name",
+                         "Tests selected because they run code reading a "
+                         "changed module-level name"};
   Statistic bySampledCaller{this, "rule-sampled-caller",
                             "Tests selected through a sampled caller"};
   Statistic byStaticReach{this, "rule-static-reach",
@@ -132,10 +145,11 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
     numSkipped += stats.byRule[size_t(SelectionRule::Unaffected)];
     numChanges += stats.changes;
     numUnreached += stats.unreachedChanges;
-    Statistic *byRule[] = {&byPolicyAll,     &byChangedTest, &byMissing,
-                           &byStale,         &byUnverified,  &byReferenced,
-                           &bySampledCaller, &byStaticReach, &bySamePackage,
-                           &byTestEntry,     &byExecutes};
+    Statistic *byRule[] = {&byPolicyAll,   &byChangedTest,   &byParseError,
+                           &byMissing,     &byStale,         &byUnverified,
+                           &byReferenced,  &byReadsFile,     &byImportTime,
+                           &byModuleName,  &bySampledCaller, &byStaticReach,
+                           &bySamePackage, &byTestEntry,     &byExecutes};
     static_assert(std::size(byRule) == kNumSelectionRules - 1,
                   "one statistic per selecting rule");
     for (auto [index, statistic] : llvm::enumerate(byRule))

@@ -3,8 +3,10 @@
 
 Default mode: runs a CPU PyTorch training loop and a pure-Python workload in
 fresh child interpreters in three modes: `base` (no sampling), `traced`
-(sampling plus the per-test call burst, the default configuration) and
-`no-burst` (sampling only), through the real `run` wrapper path
+(sampling plus the exact function recorder, the default configuration;
+where no recorder can run, the call burst instead) and `sampling` (the
+recorder turned off, no call burst: sampling only), through the real `run`
+wrapper path
 (sitecustomize hook + environment). Every round runs each mode once, the
 order rotated per round so drift cancels. The child times only its workload,
 in wall time and in process CPU time (all threads, the sampler's included:
@@ -134,8 +136,8 @@ def _calibrate(name, seconds, env):
 
 
 def _sampler_cost(out):
-    """(sampler-thread CPU seconds, ticks, call-burst CPU seconds) summed over a traced run's files."""
-    cpu, ticks, burst = 0.0, 0, 0.0
+    """(sampler-thread CPU seconds, ticks, call-burst CPU seconds, coverage) over a run's files."""
+    cpu, ticks, burst, coverage = 0.0, 0, 0.0, set()
     for path in glob.glob(os.path.join(out, "**", "*.stacks"), recursive=True):
         header, _ = read_evidence(path)
         if header.get("mode") == "calls":
@@ -143,7 +145,9 @@ def _sampler_cost(out):
         else:
             cpu += float(header.get("sampler-cpu-seconds", 0))
             ticks += int(header.get("ticks", 0))
-    return cpu, ticks, burst
+            coverage.add("%s (%s)" % (header.get("coverage", "sampled"),
+                                      header.get("recorder", "none")))
+    return cpu, ticks, burst, coverage
 
 
 def _quartiles(values):
@@ -154,7 +158,7 @@ def _quartiles(values):
     return q[0], q[2]
 
 
-MODES = ("base", "traced", "no-burst")
+MODES = ("base", "traced", "sampling")
 
 
 def measure_overhead(runs, rate, seconds, calls, workloads=tuple(WORKLOADS)):
@@ -170,9 +174,11 @@ def measure_overhead(runs, rate, seconds, calls, workloads=tuple(WORKLOADS)):
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as scratch:
         envs = {"base": base_env}
-        for mode, budget in (("traced", calls), ("no-burst", 0)):
+        for mode, budget in (("traced", calls), ("sampling", 0)):
             env = dict(base_env)
-            cfg = trace_config.from_env(dict(base_env, FASTCI_TRACE_OUT=scratch,
+            if mode == "sampling":
+                env["FASTCI_TRACE_RECORDER"] = "off"
+            cfg = trace_config.from_env(dict(env, FASTCI_TRACE_OUT=scratch,
                                              FASTCI_TRACE_RATE=str(rate),
                                              FASTCI_TRACE_CALLS=str(budget)), os.getcwd())
             trace_config.export(cfg, env)
@@ -206,10 +212,11 @@ def measure_overhead(runs, rate, seconds, calls, workloads=tuple(WORKLOADS)):
                 cratios = [(t / b - 1) * 100 for t, b in zip(cpus[mode], cpus["base"])]
                 c1, c3 = _quartiles(cratios)
                 q1, q3 = _quartiles(ratios)
-                cpu = sum(c for c, _, _ in cost[mode])
-                ticks = sum(t for _, t, _ in cost[mode])
+                cpu = sum(c[0] for c in cost[mode])
+                ticks = sum(c[1] for c in cost[mode])
                 per_tick = cpu / ticks if ticks else 0.0
-                burst = statistics.median(b for _, _, b in cost[mode])
+                burst = statistics.median(c[2] for c in cost[mode])
+                coverage = sorted(set().union(*(c[3] for c in cost[mode])))
                 overhead = statistics.median(ratios)
                 results[name][mode] = overhead
                 print("  %-8s workload %+.2f%% (median of per-round ratios; IQR %+.2f..%+.2f%%, "
@@ -219,8 +226,9 @@ def measure_overhead(runs, rate, seconds, calls, workloads=tuple(WORKLOADS)):
                 print("  %-8s workload CPU (all threads) %+.2f%% (IQR %+.2f..%+.2f%%)" % (
                     mode, statistics.median(cratios), c1, c3))
                 print("  %-8s sampler thread %.1f us CPU per tick x %g Hz = %.3f%% of a core; "
-                      "call burst %.3fs CPU per process" % (
-                          mode, per_tick * 1e6, rate, per_tick * rate * 100, burst), flush=True)
+                      "call burst %.3fs CPU per process; coverage %s" % (
+                          mode, per_tick * 1e6, rate, per_tick * rate * 100, burst,
+                          ", ".join(coverage)), flush=True)
     load_after = os.getloadavg()
     print("load average (1/5/15 min): before %.2f %.2f %.2f, after %.2f %.2f %.2f on %d CPUs" % (
         load_before + load_after + (os.cpu_count(),)))

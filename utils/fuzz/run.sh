@@ -18,7 +18,7 @@ shift || true
 BUILD=${FUZZ_BUILD_DIR:-$ROOT/build-fuzz}
 JOBS=${FUZZ_JOBS:-1}
 CLANG_VERSION=19
-TARGETS=(fir json bytecode pipeline diff evidence junit results-csv
+TARGETS=(fir json bytecode pipeline diff evidence evidence-v2 junit results-csv
          results-json manifest schema change-policy)
 [ $# -gt 0 ] && TARGETS=("$@")
 
@@ -69,6 +69,7 @@ seed() {
 seed fir -name '*.fir'
 seed diff \( -name '*.diff' -o -name '*.patch' \)
 seed evidence \( -name '*.stacks' -o -path '*merge-evidence/Inputs/*' \)
+seed evidence-v2 \( -name '*.stacks' -o -path '*merge-evidence/Inputs/*' \)
 seed junit -name '*.xml'
 seed results-csv -name '*.csv'
 seed results-json -path '*history*' -name '*.json'

@@ -12,6 +12,7 @@
 #ifndef FASTCI_EVIDENCE_EVIDENCEMERGER_H
 #define FASTCI_EVIDENCE_EVIDENCEMERGER_H
 
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/IR/Module.h"
 #include "fastci/Support/Diagnostics.h"
 #include "fastci/Support/LogicalResult.h"
@@ -42,19 +43,9 @@ std::optional<EvidenceState> parseEvidenceState(llvm::StringRef name);
 /// The state a test's `evidence` attribute records (Missing when absent).
 EvidenceState getEvidenceState(const Test &test);
 
-/// Attribute names written by mergeEvidence.
-namespace evidence_attrs {
-/// On tests and records: the EvidenceState.
-inline constexpr llvm::StringLiteral kState = "evidence";
-/// On tests and records: symbols (at the recorded revision) of stale code.
-inline constexpr llvm::StringLiteral kStaleEntities = "stale_entities";
-/// On tests and records: samples whose stack passes through stale code.
-inline constexpr llvm::StringLiteral kStaleSamples = "stale_samples";
-/// On tests that only evidence names: true.
-inline constexpr llvm::StringLiteral kFromEvidence = "from_evidence";
-/// On the module: the calling-context depth EvidenceGraph uses.
-inline constexpr llvm::StringLiteral kContextDepth = "evidence_context_depth";
-} // namespace evidence_attrs
+/// Transitional spelling of evidence::attr (EvidenceAttrs.h) until its
+/// users are swept.
+namespace evidence_attrs = evidence::attr;
 
 /// What mergeEvidence reads and how.
 struct MergeEvidenceOptions {

@@ -58,6 +58,20 @@ struct EvidenceHeader {
   std::string root;
   /// False when the sampler stopped before the process ended.
   bool complete = true;
+  /// The format version (1 or 2).
+  unsigned version = 1;
+  /// Version 2: `coverage: exact` (the exact function recorder ran for the
+  /// whole file). Version 1 files are sampled-only.
+  bool exactCoverage = false;
+  /// Version 2: `scope: collection` (import-time functions seen outside
+  /// every test, e.g. pytest's collection; the file has no test).
+  bool collection = false;
+  /// Version 2: when the file's recording began, Unix seconds (0: unknown).
+  double time = 0;
+  /// Version 2: the recording interpreter (sys.executable); empty if unknown.
+  std::string executable;
+  /// Version 2: samples through a module or class body (not in the body).
+  uint64_t importSamples = 0;
 };
 
 /// A problem found while reading, at a byte offset of the file (with its
@@ -84,6 +98,10 @@ struct EvidenceFile {
   EvidenceHeader header;
   /// True when the header was unusable; \c problems says why.
   bool skipped = false;
+  /// True when a version-2 file has a malformed or cut line: its function
+  /// sets may be incomplete, so it is skipped, and its test (\c header.testId)
+  /// must be treated as having no evidence at all.
+  bool corrupt = false;
   /// Where the `test-id` header's value is (1-based; 0 for py-spy files),
   /// for reports about the test.
   unsigned testIdLine = 0, testIdColumn = 0;
@@ -104,6 +122,16 @@ struct EvidenceFile {
   uint64_t samples = 0, externalSamples = 0, staleSamples = 0;
   /// Symbols (at the recorded revision) of the stale entities seen, sorted.
   std::vector<std::string> staleSymbols;
+
+  /// Version 2 entity lines, resolved (vanished code is left out; it is
+  /// in staleSymbols). `@f`: entities first executed at test time.
+  std::vector<EntityId> functions;
+  /// `@i`: (module entity being imported or kNoEntity, entity executed).
+  std::vector<std::pair<EntityId, EntityId>> importFunctions;
+  /// `@m`: repository module (or file) entities imported.
+  std::vector<EntityId> imports;
+  /// `@r`: files opened for reading, relative to the root when below it.
+  std::vector<std::string> reads;
 };
 
 /// Resolved frames kept across the files one thread reads. Files share most

@@ -64,6 +64,11 @@ struct PlannedTest {
   std::map<std::string, std::string> env;
   /// The workload flags lower-workload changed (flag → new value).
   std::map<std::string, std::string> overrides;
+  /// When lowering shortened a test with goldens: compare only its first
+  /// this-many steps, on these metrics (lower-workload's golden_steps and
+  /// golden_metrics).
+  std::optional<int64_t> goldenSteps;
+  std::vector<std::string> goldenMetrics;
   /// The select-affected rule that keeps it (`affected`, `missing-evidence`).
   std::string rule;
   /// That rule's explanation for this test.
@@ -154,15 +159,15 @@ std::optional<Plan> buildPlan(const Module &module, const PlanOptions &options,
                               DiagnosticEngine &diag);
 
 /// The argument vector of a job whose manifest `command` template is
-/// \p commandTemplate, with `{python}`, `{nproc}` and `{args}` expanded;
-/// \p args are already rendered flags. Templates are split like a POSIX shell
-/// splits words (quotes, backslashes), without expansions. Returns an error
-/// message on an unterminated quote or an unknown placeholder.
-std::optional<std::string> renderCommand(llvm::StringRef commandTemplate,
-                                         llvm::StringRef python,
-                                         llvm::StringRef nproc,
-                                         llvm::ArrayRef<std::string> args,
-                                         std::vector<std::string> &argv);
+/// \p commandTemplate, with `{python}`, `{nproc}`, `{args}` and `{config}`
+/// (the Megatron configuration a test was imported from, \p config)
+/// expanded; \p args are already rendered flags. Templates are split like a
+/// POSIX shell splits words (quotes, backslashes), without expansions. Returns
+/// an error message on an unterminated quote or an unknown placeholder.
+std::optional<std::string>
+renderCommand(llvm::StringRef commandTemplate, llvm::StringRef python,
+              llvm::StringRef nproc, llvm::ArrayRef<std::string> args,
+              std::vector<std::string> &argv, llvm::StringRef config = {});
 
 } // namespace fastci
 

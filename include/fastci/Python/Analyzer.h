@@ -13,13 +13,20 @@
 #define FASTCI_PYTHON_ANALYZER_H
 
 #include "fastci/Python/FileSummary.h"
+#include "fastci/Python/PytestConfig.h"
 #include "llvm/ADT/StringRef.h"
 
 namespace fastci::python {
 
 /// Summarizes \p source, the text of the file \p path (relative to the
-/// repository root) whose dotted module name is \p moduleName. Safe to call
-/// concurrently from many threads.
+/// repository root) whose dotted module name is \p moduleName, collecting
+/// pytest items under \p config. Safe to call concurrently from many
+/// threads.
+FileSummary analyzePythonSource(llvm::StringRef source, llvm::StringRef path,
+                                llvm::StringRef moduleName,
+                                const PytestConfig &config);
+
+/// The same with pytest's default configuration.
 FileSummary analyzePythonSource(llvm::StringRef source, llvm::StringRef path,
                                 llvm::StringRef moduleName);
 

@@ -53,6 +53,9 @@ struct EntitySummary {
   /// reads as fixture requests (positional-or-keyword and keyword-only
   /// parameters without a default), the first one (`self`) included.
   std::vector<std::string> parameters;
+  /// The module-level names its own code loads, resolved (see
+  /// attr::kNames), sorted and de-duplicated.
+  std::vector<std::string> names;
 };
 
 /// An import or a call site.
@@ -155,6 +158,22 @@ struct PytestEntitySummary {
   /// Fixtures: `scope=` as pytest's Scope order (0 function, 1 class,
   /// 2 module, 3 package, 4 session), 5 when not a literal.
   uint8_t fixtureScope = 0;
+  /// Test functions: a decorator that replaces the function with generated
+  /// ones of other names (0 none, 1 `parameterized.expand`, 2 torch's
+  /// `parametrize`, which only takes effect in an instantiated class),
+  /// whether their names are static, and the names.
+  uint8_t generator = 0;
+  bool generatedKnown = false;
+  std::vector<std::string> generatedNames;
+  /// Classes: what import-time code does to them. \c instantiated: passed
+  /// to torch's `instantiate_parametrized_tests`; \c dynamicMembers:
+  /// `setattr` or `locals()` add members whose names are not known;
+  /// \c replaced: a decorator or call replaces the class (torch's
+  /// `instantiate_device_type_tests`, `parameterized_class`), so it is not
+  /// collected under its own name.
+  bool instantiated = false;
+  bool dynamicMembers = false;
+  bool replaced = false;
 };
 
 /// A pytest item.
@@ -182,6 +201,12 @@ struct TestSummary {
   /// `path::Class`) when a base class could not be resolved, so which tests
   /// it inherits is not known.
   bool inheritedUnknown = false;
+  /// Set when nodeId is not an exact pytest node id but an item pytest
+  /// accepts that encloses the real ones (the file, a class, or a function
+  /// whose parametrized cases are not known); \c reason says why
+  /// (attr::kEnclosing, attr::kReason).
+  bool enclosing = false;
+  std::string reason;
 };
 
 /// A problem found in the file (it never stops the run).
@@ -210,6 +235,16 @@ struct FileSummary {
   /// another file needs (see linkPytestItems).
   std::vector<PytestEntitySummary> pytestEntities;
   std::vector<MarkSummary> moduleMarks;
+  /// Set when the file has syntax errors, NUL bytes or invalid UTF-8, or
+  /// exceeded the parse budget: its entities may be incomplete
+  /// (attr::kParseError).
+  bool parseError = false;
+  /// The names the module-level code loads (attr::kNames).
+  std::vector<std::string> moduleNames;
+  /// Module-level code creates tests whose names are not known statically
+  /// (`globals()[...] = ...`, a call given `globals()`, `exec`): the file
+  /// item stands for them.
+  bool dynamicTests = false;
 };
 
 /// Serializes \p summary in the cache's binary form.

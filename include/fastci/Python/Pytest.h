@@ -20,9 +20,11 @@
 #define FASTCI_PYTHON_PYTEST_H
 
 #include "fastci/Python/FileSummary.h"
+#include "fastci/Python/PytestConfig.h"
 #include "fastci/Python/SourceTree.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
 #include <optional>
 #include <string>
 #include <vector>
@@ -118,18 +120,37 @@ std::vector<std::string> parseClassBases(llvm::StringRef source, size_t offset);
 /// unknown until linkPytestItems). \p decorators holds each entity's
 /// decorators as values (outermost first), and \p moduleMarks the marks of
 /// a module-level `pytestmark`.
+/// What the module-level code of a file does to its classes at import
+/// time, by class name (found by the analyzer's walk).
+struct ImportTimeEffects {
+  /// Passed to torch's `instantiate_parametrized_tests`.
+  llvm::StringSet<> instantiated;
+  /// Given members by `setattr(Cls, name, ...)`.
+  llvm::StringSet<> dynamicMembers;
+  /// Passed to torch's `instantiate_device_type_tests`, which deletes the
+  /// generic class from the module.
+  llvm::StringSet<> replaced;
+};
+
 void collectPytestItems(llvm::StringRef path, llvm::StringRef moduleName,
                         llvm::StringRef source, FileSummary &summary,
                         llvm::ArrayRef<std::vector<PyValue>> decorators,
-                        llvm::ArrayRef<PyValue> moduleMarks);
+                        llvm::ArrayRef<PyValue> moduleMarks,
+                        const ImportTimeEffects &effects,
+                        const PytestConfig &config);
 
 /// Recomputes the items of every test file in \p files (whose summaries
 /// \p summaryOf gives by index, null for an unreadable file) with the whole
 /// repository in view: test methods inherited from base classes defined or
 /// re-exported in other modules, `__init__` and `__test__` found along the
 /// MRO, and `Test*` classes and `test*` functions a test module imports.
-void linkPytestItems(llvm::ArrayRef<SourceFile> files,
-                     llvm::function_ref<FileSummary *(size_t)> summaryOf);
+/// Returns the indexes of the files whose items it recomputed (the others
+/// keep their per-file items, which the repository does not change). The
+/// files are collected on up to \p jobs threads (0: parallelFor's default).
+std::vector<size_t>
+linkPytestItems(llvm::ArrayRef<SourceFile> files,
+                llvm::function_ref<FileSummary *(size_t)> summaryOf,
+                const PytestConfig &config = PytestConfig(), unsigned jobs = 0);
 
 } // namespace fastci::python
 

@@ -34,6 +34,9 @@ struct SourceFile {
   /// Size in bytes when the tree was walked (the importer parses large files
   /// first).
   uint64_t size = 0;
+  /// Modification time in nanoseconds since the epoch, from the same stat
+  /// (the summary cache trusts an entry whose size and time still match).
+  int64_t mtimeNs = 0;
 };
 
 /// What to walk and which files to keep.

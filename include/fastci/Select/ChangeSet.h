@@ -25,6 +25,18 @@
 
 namespace fastci {
 
+/// What a change to a module's own lines (code outside every function and
+/// class) does when the module is imported, as mark-changed classified it.
+enum class ModuleLevel : uint8_t {
+  /// Not a module-level change, or not classified: its region is the whole
+  /// module (every entity nested in it).
+  None,
+  /// It only binds names (`defines`): code that reads them observes it.
+  Definition,
+  /// It may act beyond binding names: every importer observes it.
+  Effect,
+};
+
 /// A change that selection must account for.
 struct RelevantChange {
   /// Index of the change in Module::getChanges().
@@ -40,6 +52,16 @@ struct RelevantChange {
   /// Number of changed lines (at least 1, so that changes recorded without
   /// lines still weigh in line coverage).
   uint64_t numLines = 1;
+  /// For a classified change of a module's own lines: what it does at
+  /// import; its region is then the module entity alone, since the entities
+  /// nested in it did not change.
+  ModuleLevel level = ModuleLevel::None;
+  /// For classified changes of a module's or class's own lines: the names
+  /// bound.
+  std::vector<std::string> defines;
+  /// The change runs with effects when its module is imported (a
+  /// module-level Effect, or a class whose own lines are one).
+  bool importEffect = false;
 };
 
 /// One test's execution of a change's region.

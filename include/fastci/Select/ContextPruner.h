@@ -22,6 +22,7 @@
 #include "fastci/Evidence/EvidenceGraph.h"
 #include "fastci/IR/Module.h"
 #include "fastci/Select/ConfigSignature.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Support/Diagnostics.h"
 #include "fastci/Support/LogicalResult.h"
 #include <cstdint>
@@ -29,16 +30,14 @@
 
 namespace fastci {
 
-/// Attribute names prune-context-equiv writes.
+/// Transitional spelling of select::attr (SelectAttrs.h) until its users
+/// are swept.
 namespace prune_attrs {
-/// On tests: true when another test covers every pair of this one.
-inline constexpr llvm::StringLiteral kPruned = "pruned";
-/// On pruned tests: the kept tests that cover them, as test references.
-inline constexpr llvm::StringLiteral kPrunedBy = "pruned_by";
-/// On pruned tests: changed entity symbol -> the kept test covering it.
-inline constexpr llvm::StringLiteral kWitnesses = "witnesses";
-/// On the module: the figures of the pruning.
-inline constexpr llvm::StringLiteral kSummary = "pruning";
+using select::attr::kPruned;
+using select::attr::kPrunedBy;
+using select::attr::kWitnesses;
+inline constexpr const llvm::StringLiteral &kSummary =
+    select::attr::kPruningSummary;
 } // namespace prune_attrs
 
 /// How contexts are compared.

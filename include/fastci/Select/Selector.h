@@ -15,6 +15,7 @@
 
 #include "fastci/Evidence/EvidenceGraph.h"
 #include "fastci/IR/Module.h"
+#include "fastci/Select/SelectAttrs.h"
 #include "fastci/Support/Diagnostics.h"
 #include "fastci/Support/LogicalResult.h"
 #include <array>
@@ -31,6 +32,9 @@ enum class SelectionRule : uint8_t {
   PolicyAll,
   /// The test itself is new or edited.
   ChangedTest,
+  /// The test, or changed code it may run, is in a file whose parse found
+  /// syntax errors, so its entities may be incomplete.
+  ParseError,
   /// The test has no evidence.
   MissingEvidence,
   /// Code the test ran has changed since its evidence was recorded.
@@ -40,6 +44,14 @@ enum class SelectionRule : uint8_t {
   UnverifiedEvidence,
   /// The policy routed a changed non-Python file to the test.
   ReferencedFile,
+  /// The test's evidence read a changed non-Python file.
+  ReadsFile,
+  /// Changed code runs while a module the test's processes import is being
+  /// imported (a module-level effect, or a function a module body calls).
+  ImportTime,
+  /// The test runs code that reads a name a changed module-level
+  /// definition binds.
+  ModuleName,
   /// The test sampled a caller that statically calls changed code which no
   /// sample shows (too short for the sampling rate).
   SampledCaller,
@@ -72,19 +84,15 @@ inline bool isFallbackRule(SelectionRule rule) {
   return rule < SelectionRule::Executes;
 }
 
-/// Attribute names select-affected writes.
+/// Transitional spelling of select::attr (SelectAttrs.h) until its users
+/// are swept.
 namespace select_attrs {
-/// On tests: true when the test runs.
-inline constexpr llvm::StringLiteral kSelected = "selected";
-/// On tests: the deciding SelectionRule.
-inline constexpr llvm::StringLiteral kRule = "rule";
-/// On tests: a sentence saying why.
-inline constexpr llvm::StringLiteral kReason = "reason";
-/// On the module: the summary of the selection, which also tells later
-/// passes that selection ran.
-inline constexpr llvm::StringLiteral kSummary = "selection";
-/// On the module: changed code no rule could route to any test.
-inline constexpr llvm::StringLiteral kUnreached = "unreached_changes";
+using select::attr::kReason;
+using select::attr::kRule;
+using select::attr::kSelected;
+using select::attr::kUnreached;
+inline constexpr const llvm::StringLiteral &kSummary =
+    select::attr::kSelectionSummary;
 } // namespace select_attrs
 
 /// The knobs of the fail-safe rules; each loosens or tightens one rule.

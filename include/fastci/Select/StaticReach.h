@@ -66,8 +66,12 @@ public:
   /// code named by one of \p symbols (edges the parser left unresolved).
   /// Each entity found is itself expanded to its region for the next hop:
   /// calling any function of a module reaches what the module imports.
+  /// With \p importsReachTarget false, an import of the module (or class)
+  /// enclosing the target does not count as reaching the target itself:
+  /// for new code, which no existing code can name without changing.
   StaticPaths findReaching(EntityId target, llvm::ArrayRef<std::string> symbols,
-                           unsigned maxHops) const;
+                           unsigned maxHops,
+                           bool importsReachTarget = true) const;
 
   /// The edges of kind Call that resolve to \p entity, in module order.
   llvm::ArrayRef<size_t> getCallsTo(EntityId entity) const;
@@ -75,7 +79,8 @@ public:
 private:
   /// The edges leading to \p entity: resolved edges to it, unresolved edges
   /// naming its symbol, and imports of the modules and classes enclosing it.
-  void collectIncoming(EntityId entity, std::vector<size_t> &edges) const;
+  void collectIncoming(EntityId entity, std::vector<size_t> &edges,
+                       bool viaEnclosingImports = true) const;
 
   const ChangeSet &changes;
   const Module &module;

@@ -16,6 +16,7 @@
 
 #include "fastci/IR/Module.h"
 #include "fastci/Workload/Schema.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,10 +24,20 @@
 namespace fastci {
 
 /// The validation scope of a test named \p testName, inferred from its name
-/// tokens (`tp2` -> `tp`, `resume`, `dist_optimizer` -> `dist-optimizer`)
-/// against the scopes \p dialect knows. Degree-1 tokens (`tp1`) name no scope.
+/// tokens (`tp2` -> `tp`, `resume`, `dist_optimizer` -> `dist-optimizer`,
+/// and the dialect's name scopes: `8experts` -> `experts`) against the
+/// scopes \p dialect knows. Degree-1 tokens (`tp1`) name no scope.
 std::vector<std::string> inferScope(llvm::StringRef testName,
                                     const Dialect &dialect);
+
+/// The scopes the harness rules of \p test's test type, mode and flags add
+/// (a `ckpt-resume` test validates `resume` whatever its name says).
+std::vector<std::string> harnessScopes(const Test &test,
+                                       const Dialect &dialect);
+
+/// The flags of \p test's workload that \p dialect does not know, in
+/// workload order; empty when the dialect has no unknown-flag policy.
+std::vector<std::string> unknownFlags(const Test &test, const Dialect &dialect);
 
 /// What lowering decided for one test.
 struct LoweringResult {
@@ -53,12 +64,19 @@ struct LoweringResult {
   /// True when a model dimension shrank on a test with goldens, which makes
   /// them invalid (only for tests marked tolerant).
   bool goldenInvalidated = false;
+  /// The metrics that stay comparable with the goldens over the first
+  /// goldenSteps steps (the harness's compared metrics).
+  std::vector<std::string> goldenMetrics;
+  /// Problems of the test's configuration that kept it as it is (a layer
+  /// list of the wrong length, a resume test without a save interval);
+  /// lower-workload reports each as a warning at the test.
+  std::vector<std::string> warnings;
 };
 
-/// The test attribute holding a test's own floor overrides: floor name ->
-/// `{off = "<reason>"}` or `{"at-least" = <n>, why = "<reason>"}` (`why`
-/// optional). load-manifest sets it from a test's `floors:`.
-inline constexpr llvm::StringLiteral kFloorOverridesAttr = "floor_overrides";
+/// Transitional spelling of workload::attr::kFloorOverrides
+/// (WorkloadAttrs.h) until its users are swept.
+inline constexpr const llvm::StringLiteral &kFloorOverridesAttr =
+    workload::attr::kFloorOverrides;
 
 /// One test's adjustment of one of its dialect's behaviour floors.
 struct FloorOverride {
@@ -91,6 +109,9 @@ struct LoweringOptions {
   /// The test's own overrides of the dialect's floors (ignored without
   /// floors); each is listed in the result's `floors`.
   std::vector<FloorOverride> floorOverrides;
+  /// Flags the dialect does not know that may nevertheless not block the
+  /// dimensions they could depend on; `*` allows every flag.
+  std::vector<std::string> allowedFlags;
 };
 
 /// Lowers \p test's workload under \p dialect with the validation scope

@@ -32,19 +32,16 @@ import time
 
 from .frames import ENTRY
 
-_MONITORING = sys.version_info >= (3, 12) and hasattr(sys, "monitoring")
-# sys.monitoring ids 0-2 and 5 are reserved by convention for debuggers,
-# coverage, profilers and optimizers; we take the first free of the others.
-_TOOL_IDS = (3, 4)
-_TOOL_NAME = "fastci_trace"
+# The burst runs only where the recorder could not, so it may take the same
+# sys.monitoring tool ids.
+from .recorder import _FIND_AND_LOAD, _MONITORING, claim_tool_id  # noqa: E402
+
 # CPU time spent inside an import is not charged to the budget, up to this
 # many budgets: a process started under a test (a spawned rank) would
 # otherwise spend its whole budget on `import torch` before reaching the
 # repository's code, and tracing an import costs little (most of its time is
 # in C and in module bodies that run once).
 IMPORT_ALLOWANCE = 20
-_FIND_AND_LOAD = getattr(getattr(sys.modules.get("_frozen_importlib"), "_find_and_load", None),
-                         "__code__", None)
 
 
 def _threading_profile():
@@ -215,17 +212,11 @@ class CallTracer:
     def _start_monitoring(self, sink, budget):
         monitoring = sys.monitoring
         if self._tool is None:
-            for tool in _TOOL_IDS:
-                try:
-                    monitoring.use_tool_id(tool, _TOOL_NAME)
-                except ValueError:  # in use
-                    continue
-                self._tool = tool
-                monitoring.register_callback(tool, monitoring.events.PY_START,
-                                             self._on_py_start)
-                break
-            else:
+            self._tool = claim_tool_id()
+            if self._tool is None:
                 return None
+            monitoring.register_callback(self._tool, monitoring.events.PY_START,
+                                         self._on_py_start)
         burst = Burst(sink, budget, "sys.monitoring")
         # DISABLE makes each code object cost one callback per test, but
         # re-arming it with restart_events() also re-arms what other tools

@@ -126,6 +126,10 @@ def export(config, environ):
     environ[ENV_CALLS] = "%r" % config.calls
     environ[ENV_ROOT] = config.root
     environ[ENV_REVISION] = config.revision
+    from .recorder import ENV_RECORDER, find_extension
+    extension = None if environ.get(ENV_RECORDER) == "off" else find_extension()
+    if extension:
+        environ[ENV_RECORDER] = extension  # children load the same build
     paths = [p for p in environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if HOOK_DIR not in paths:
         environ["PYTHONPATH"] = os.pathsep.join([HOOK_DIR] + paths)

@@ -8,6 +8,12 @@ fields, the `# key: value` header, the `frame;frame;... count` body, the
 atomic write, and a strict reader that reports bad input as `file:line:`.
 It also reads py-spy's `raw` collapsed-stack output so tooling can accept
 either source.
+
+Version 2 (written since sampler 2.0) adds entity lines before the stacks:
+`@f frame` (a function first executed at test time), `@i module frame`
+(executed while `module`'s body ran), `@m path` (a repository module the
+process imported), `@r path` (a repository file it opened for reading).
+Version 1 files (stacks only) are still read.
 """
 
 import os
@@ -15,7 +21,8 @@ import re
 import threading
 from collections import namedtuple
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READ_VERSIONS = (1, 2)
 MAGIC_KEY = "fastci-evidence"
 
 # Header keys every writer emits, in this order (after the magic line).
@@ -31,10 +38,19 @@ Frame.__doc__ = "One stack frame: source path, qualified name, current line."
 # `;` separates frames, the last space separates the count, newlines separate
 # records and `%` is the escape itself; CR is added so no line splitter can
 # ever cut a record. `:` is only escaped inside qualnames (see encode_frame).
-_ESCAPES = {c: "%%%02X" % ord(c) for c in "%; \n\r"}
-_ESCAPE_RE = re.compile("[%; \n\r]")
+# `@` starts an entity line (version 2), so no field may begin with one.
+_ESCAPES = {c: "%%%02X" % ord(c) for c in "%; \n\r@"}
+_ESCAPE_RE = re.compile("[%; \n\r@]")
 _QUALNAME_ESCAPES = dict(_ESCAPES, **{":": "%3A"})
-_QUALNAME_ESCAPE_RE = re.compile("[%; \n\r:]")
+_QUALNAME_ESCAPE_RE = re.compile("[%; \n\r@:]")
+
+Evidence = namedtuple("Evidence", "header stacks functions import_functions imports reads")
+Evidence.__doc__ = ("A parsed evidence file: header dict, {stack: count}, and (version 2) "
+                    "sets of Frame (functions), of (module path, Frame) (import_functions), "
+                    "of paths (imports, reads).")
+
+# Entity line tags of version 2, in the order writers emit them.
+TAG_FUNCTION, TAG_IMPORT, TAG_MODULE, TAG_READ = "@f", "@i", "@m", "@r"
 _PERCENT_RE = re.compile("%([0-9A-Fa-f]{2})")
 
 
@@ -43,7 +59,7 @@ class EvidenceError(ValueError):
 
 
 def encode(text):
-    """Percent-encode `%`, `;`, space, LF and CR in a field."""
+    """Percent-encode `%`, `;`, space, LF, CR and `@` in a field."""
     return _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], text)
 
 
@@ -86,16 +102,26 @@ def _split_count(line):
     return body, int(count)
 
 
-def render(header, stacks):
+def render(header, stacks, functions=(), import_functions=(), imports=(), reads=()):
     """Return the full text of an evidence file.
 
     `header` maps keys to values (rendered with str(); the magic line is
     added here); `stacks` maps encoded stack lines (frames joined by `;`,
-    outermost first) to counts. Body lines are sorted for determinism.
+    outermost first) to counts. `functions` are encoded frames,
+    `import_functions` (encoded module path, encoded frame) pairs, `imports`
+    and `reads` encoded paths. Lines are sorted for determinism.
     """
     out = ["# %s: %d\n" % (MAGIC_KEY, FORMAT_VERSION)]
     for key, value in header.items():
         out.append("# %s: %s\n" % (key, encode(str(value))))
+    for frame in sorted(set(functions)):
+        out.append("%s %s\n" % (TAG_FUNCTION, frame))
+    for module, frame in sorted(set(import_functions)):
+        out.append("%s %s %s\n" % (TAG_IMPORT, module, frame))
+    for path in sorted(set(imports)):
+        out.append("%s %s\n" % (TAG_MODULE, path))
+    for path in sorted(set(reads)):
+        out.append("%s %s\n" % (TAG_READ, path))
     for stack in sorted(stacks):
         out.append("%s %d\n" % (stack, stacks[stack]))
     return "".join(out)
@@ -127,20 +153,46 @@ def parse_evidence(text, filename="<evidence>"):
     Header values are decoded strings. Stacks are tuples of Frame,
     outermost first. Raises EvidenceError located as `filename:line:`.
     """
+    evidence = parse_evidence_file(text, filename)
+    return evidence.header, evidence.stacks
+
+
+def parse_evidence_file(text, filename="<evidence>"):
+    """Parse evidence text (version 1 or 2) into an Evidence; see parse_evidence()."""
     header = {}
     stacks = {}
+    functions, import_functions, imports, reads = set(), set(), set(), set()
+    body_started = False
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     for lineno, line in enumerate(lines, 1):
         try:
             if lineno == 1:
-                if line != "# %s: %d" % (MAGIC_KEY, FORMAT_VERSION):
+                magic, _, version = line.partition(": ")
+                if magic != "# " + MAGIC_KEY or not version.isdigit() \
+                        or int(version) not in READ_VERSIONS:
                     raise ValueError("first line must be '# %s: %d', got %r"
                                      % (MAGIC_KEY, FORMAT_VERSION, line))
-                header[MAGIC_KEY] = str(FORMAT_VERSION)
+                header[MAGIC_KEY] = version
+            elif line.startswith("@") and header[MAGIC_KEY] != "1":
+                body_started = True
+                tag, _, rest = line.partition(" ")
+                if tag == TAG_FUNCTION:
+                    functions.add(_parse_frame(rest))
+                elif tag == TAG_IMPORT:
+                    module, sep, frame = rest.partition(" ")
+                    if not sep:
+                        raise ValueError("expected '@i module frame', got %r" % line)
+                    import_functions.add((decode(module), _parse_frame(frame)))
+                elif tag in (TAG_MODULE, TAG_READ):
+                    if not rest:
+                        raise ValueError("%s without a path" % tag)
+                    (imports if tag == TAG_MODULE else reads).add(decode(rest))
+                else:
+                    raise ValueError("unknown entity line %r" % tag)
             elif line.startswith("#"):
-                if stacks:
+                if stacks or body_started:
                     raise ValueError("header line after stack lines")
                 key, sep, value = line[1:].lstrip(" ").partition(": ")
                 if not sep or not key:
@@ -154,17 +206,23 @@ def parse_evidence(text, filename="<evidence>"):
             raise EvidenceError("%s:%d: %s" % (filename, lineno, e)) from None
     if not lines:
         raise EvidenceError("%s:1: empty file" % filename)
-    return header, stacks
+    return Evidence(header, stacks, functions, import_functions, imports, reads)
 
 
 def read_evidence(path):
     """Read and parse an evidence file; see parse_evidence()."""
+    evidence = read_evidence_file(path)
+    return evidence.header, evidence.stacks
+
+
+def read_evidence_file(path):
+    """Read and parse an evidence file into an Evidence; see parse_evidence_file()."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
             text = f.read()
     except UnicodeDecodeError as e:
         raise EvidenceError("%s:1: not UTF-8 (%s)" % (path, e)) from None
-    return parse_evidence(text, str(path))
+    return parse_evidence_file(text, str(path))
 
 
 _PYSPY_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>.*?)(?::(?P<line>\d+))?\)$")

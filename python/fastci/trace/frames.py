@@ -99,6 +99,8 @@ class FrameDescriber:
         self._root = os.path.realpath(root) + os.sep
         self._cwd = cwd
         self._exclude = os.path.realpath(exclude_dir) + os.sep
+        self.root = self._root        # real repository root, with a trailing separator
+        self.exclude = self._exclude  # the sampler's own directory, likewise
         self._codes = {}   # id(code) -> encoded "path:qualname:" or None (own frame)
         self._repo = {}    # id(code) -> whether the code lies in the repository
         self._paths = {}   # co_filename -> real path, or None for our own files

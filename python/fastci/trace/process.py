@@ -8,7 +8,10 @@ can end still leaves a complete file: atexit for normal exits, a SIGTERM
 handler that flushes and then lets the signal take its normal effect, an
 at-fork hook that gives fork children their own thread and file, and a
 multiprocessing finalizer for fork workers, which leave via os._exit() and
-so skip atexit.
+so skip atexit. An audit hook (sys.addaudithook, which cannot be removed
+again, so it checks for a running sampler first) records the repository
+files each test opens for reading, and refreshes the rank a child inherits
+right before the process starts one (see sampler.own_ranks).
 """
 
 import atexit
@@ -89,6 +92,42 @@ def _install_hooks():
     atexit.register(stop)
     os.register_at_fork(after_in_child=_after_fork_in_child)
     _install_sigterm_handler()
+    sys.addaudithook(_on_audit)
+
+
+# Suffixes never recorded as file dependencies: Python sources (their
+# dependencies are the recorder's) and their caches.
+_SKIPPED_SUFFIXES = (".py", ".pyc", ".pyo")
+# Audit events that start a child process: the child must see the rank
+# this process has right now (sampler.own_ranks).
+_SPAWN_EVENTS = frozenset(("subprocess.Popen", "os.posix_spawn", "os.spawn", "os.fork",
+                           "os.exec", "os.system"))
+_READ_FLAGS = getattr(os, "O_ACCMODE", 3)
+
+
+def _on_audit(event, args):
+    sampler = _sampler
+    if sampler is None:
+        return
+    if event == "open":
+        try:
+            path, mode, flags = args
+            if isinstance(path, int):
+                return  # os.fdopen / open(fd): no name
+            if mode is None:  # os.open: flags decide
+                if flags & _READ_FLAGS == os.O_WRONLY:
+                    return
+            elif "r" not in mode and "+" not in mode:
+                return
+            path = os.fsdecode(path)
+            if path.endswith(_SKIPPED_SUFFIXES):
+                return
+            sampler.note_open(path)
+        except Exception:
+            pass  # never let bookkeeping break the program's open()
+    elif event in _SPAWN_EVENTS:
+        from .sampler import export_ranks
+        export_ranks(os.environ)
 
 
 def _after_fork_in_child():

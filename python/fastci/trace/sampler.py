@@ -15,8 +15,18 @@ process-wide test id (the `run` wrapper's) and hand it back. Every `flush`
 seconds the current sink is written (complete: false); closing a sink writes
 it complete: true.
 
-Each sink also starts a call-tracing burst (calls.py): exact function-level
-evidence for tests too short for sampling, written to a second file.
+Besides the samples, each sink holds what the exact function recorder
+(recorder.py) saw during its test: the functions first executed at test time,
+those executed at import time with the module being imported, the
+repository modules imported and the repository files opened for reading (an
+audit hook, process.py). Samples whose stack passes through a module or
+class body are import-time: they are counted, and their repository frames
+join the import-time functions. Stacks are reduced as merge-evidence would
+reduce them (runner frames above the first repository frame, and library
+frames below the first library frame under a repository frame, are
+dropped), which keeps files small. Only when no recorder can be installed,
+each sink starts a call-tracing burst (calls.py) instead, written to a
+second file, and the header says `coverage: sampled`.
 
 Why a thread rather than a SIGPROF/SIGALRM timer: see docs/Evidence.md
 ("Sampler choice") for the measurements.
@@ -31,9 +41,10 @@ import time
 
 from . import calls as _calls
 from . import evidence
-from .frames import FrameDescriber
+from . import recorder as _recorder
+from .frames import ENTRY, FrameDescriber
 
-SAMPLER_VERSION = "1.1"
+SAMPLER_VERSION = "2.0"
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -89,6 +100,14 @@ class Sink:
         self.sampler_cpu = 0.0  # CPU seconds of the sampling thread charged to this sink
         self.start_wall = time.time()
         self.start_cpu = time.process_time()
+        self.functions = {}         # id(code) -> code first executed at test time
+        self.import_functions = {}  # id(code) -> (code, importer code or None)
+        self.import_lines = set()   # (encoded module path, frame) of import-time samples
+        self.import_samples = 0
+        self.external_samples = 0
+        self.reads = set()          # repository-relative paths opened for reading
+        self.modules_before = set(sys.modules)  # imports since then are this sink's
+        self.exact = True           # the recorder ran for the whole sink
         directory = os.path.join(out_dir, sanitize_test_id(test_id))
         unique = "%x-%s" % (time.time_ns(), os.urandom(3).hex())
         self.path = os.path.join(directory, "%d-%s.stacks" % (os.getpid(), unique))
@@ -112,9 +131,32 @@ class Sampler:
         self._sinks = []
         self._codes = {}  # id(code) -> code for every code in a recorded stack
         self.describer = FrameDescriber(config.root, cwd or os.getcwd(), _PACKAGE_DIR)
-        self._tracer = _calls.CallTracer(self) if config.calls > 0 else None
-        self._rank = os.environ.get("RANK")
-        self._local_rank = os.environ.get("LOCAL_RANK", "-1")
+        roots = {os.path.join(config.root, ""), os.path.join(os.path.realpath(config.root), "")}
+        self._recorder = _recorder.FunctionRecorder(self.describer.in_repository, sorted(roots))
+        try:
+            exact = self._recorder.start()
+        except Exception as e:  # never let the recorder affect the program
+            exact = False
+            _report_on_stderr("fastci_trace: function recorder disabled: %s: %s"
+                              % (type(e).__name__, e))
+        self.coverage = "exact" if exact else "sampled"
+        # The call burst is the fallback for processes without a recorder.
+        self._tracer = _calls.CallTracer(self) if config.calls > 0 and not exact else None
+        self._collection = {}  # import-time functions outside every sink (pytest collection)
+        self._module_paths = {}  # module name -> repository-relative .py path or None
+        self._cwd = cwd or os.getcwd()
+        # Opened files are matched by prefix against the root as given and as
+        # a real path; the evidence directory and .git are never dependencies.
+        self._read_roots = sorted(roots, key=len, reverse=True)
+        excluded = [".git" + os.sep]
+        for root in self._read_roots:
+            out = os.path.join(os.path.realpath(config.out), "")
+            if out.startswith(root):
+                excluded.append(out[len(root):])
+        self._read_excluded = tuple(excluded)
+        self._rank, self._local_rank = own_ranks(os.environ)
+        self._dist_rank = None
+        export_ranks(os.environ)
         self._stopping = False
         self._thread = None
         self._failed = False
@@ -141,20 +183,32 @@ class Sampler:
                 thread.join(timeout=5.0)
         if self._tracer is not None:
             self._tracer.close()
+        self._harvest()
         with self._lock:
             sinks, self._sinks = self._sinks, []
         for sink in reversed(sinks):
             self._write(sink, complete=True)
+        self._write_collection()
+        try:
+            self._recorder.close()
+        except Exception:
+            pass
 
     def after_fork_in_child(self):
         """Reset for a forked child: fresh lock, fresh sink and burst for the same test id, new thread."""
         self._lock = threading.RLock()
         self._thread = None
-        self._rank = os.environ.get("RANK")
+        # A fork child is rank-less until torch.distributed says otherwise:
+        # its environment is the parent's.
+        self._rank, self._local_rank, self._dist_rank = None, "-1", None
+        self._collection = {}
         if self._tracer is not None:
             self._tracer.after_fork_in_child()
+        self._recorder.take()  # the parent's, already attributed there
+        self._recorder.reset()
         if self._sinks:
             self._sinks = [Sink(self._sinks[-1].test_id, self.config.out)]
+            self._sinks[-1].modules_before = set()  # a child reports all its modules
             self.start()
             self._start_burst(self._sinks[-1])
 
@@ -165,17 +219,23 @@ class Sampler:
         Must be called in the thread that runs the test: on CPython < 3.12
         that thread is the one the call burst starts in.
         """
+        self._harvest()
         sink = Sink(test_id, self.config.out)
         with self._lock:
             self._sinks.append(sink)
+        self._recorder.reset()
+        export_ranks(os.environ)
         self._start_burst(sink)
 
     def end(self):
         """Close the innermost sink (write it complete) and resume the one below."""
         if self._tracer is not None:
             self._tracer.stop_burst()
+        self._harvest()
         with self._lock:
             sink = self._sinks.pop() if self._sinks else None
+        self._recorder.reset()
+        export_ranks(os.environ)
         if sink is not None:
             self._write(sink, complete=True)
 
@@ -192,6 +252,41 @@ class Sampler:
                 sink.burst = self._tracer.start_burst(sink, self.config.calls)
             except Exception as e:
                 self._fail("call tracing stopped: %s: %s" % (type(e).__name__, e))
+
+    def _harvest(self):
+        """Give what the recorder saw since the last harvest to the innermost sink."""
+        try:
+            working = self._recorder.working()
+            functions, imports = self._recorder.take()
+        except Exception as e:
+            self._fail("function recorder stopped: %s: %s" % (type(e).__name__, e))
+            return
+        with self._lock:
+            sink = self._sinks[-1] if self._sinks else None
+            if sink is None:
+                for code, importer in imports:
+                    self._collection.setdefault(id(code), (code, importer))
+                return
+            sink.exact &= working and self.coverage == "exact"
+            for code in functions:
+                sink.functions.setdefault(id(code), code)
+            for code, importer in imports:
+                sink.import_functions.setdefault(id(code), (code, importer))
+
+    def note_open(self, path):
+        """Record `path`, just opened for reading, if it is a repository file (audit hook)."""
+        sinks = self._sinks
+        if not sinks:
+            return
+        full = os.path.abspath(path)
+        relative = None
+        for root in self._read_roots:
+            if full.startswith(root):
+                relative = full[len(root):]
+                break
+        if relative is None or relative.startswith(self._read_excluded):
+            return
+        sinks[-1].reads.add(relative)
 
     def record_call(self, sink, key, codes):
         """Add one call-burst stack (a capture()-style key) to `sink`; called by the tracer."""
@@ -238,9 +333,11 @@ class Sampler:
                 last_cpu = cpu
                 if self._tracer is not None:
                     self._tracer.check_budget()
-                if self._rank is None and now >= next_rank_poll:
-                    next_rank_poll = now + 0.5
-                    self._rank = _torch_distributed_rank()
+                if self._dist_rank is None and now >= next_rank_poll:
+                    # Every tick until found: short-lived ranks must not
+                    # exit before their rank is read.
+                    next_rank_poll = now
+                    self._dist_rank = _torch_distributed_rank()
                 if now >= next_flush and sink is not None:
                     next_flush = now + self.config.flush
                     self._write(sink, complete=False)
@@ -261,52 +358,149 @@ class Sampler:
                 pass
 
     # -- output ----------------------------------------------------------
-    def _write(self, sink, complete):
+    def _write(self, sink, complete, scope="test"):
         if self._failed and complete is False:
             return
         try:
             os.makedirs(os.path.dirname(sink.path), exist_ok=True)
-            samples, calls = self._render(sink, complete)
+            if scope == "test":
+                self._harvest()
+            samples, calls = self._render(sink, complete, scope)
             if calls is not None:
                 evidence.write_atomic(sink.calls_path, calls)
             evidence.write_atomic(sink.path, samples)
         except Exception as e:
             self._fail("cannot write %s: %s" % (sink.path, e))
 
-    def _fold(self, raw, lines):
-        """Add raw capture()-style stacks to `lines`, keyed by their encoded text."""
+    def _fold(self, raw, lines, sink=None):
+        """Add raw capture()-style stacks to `lines`, keyed by their encoded text.
+
+        With a `sink` (samples, not call-burst stacks), stacks are reduced
+        as merge-evidence reduces them, and import-time stacks (through a
+        module or class body) are counted there instead, their repository
+        frames joining the sink's import-time lines.
+        """
         frame_text = self.describer.frame
+        in_repository = self.describer.in_repository
         codes = self._codes
+        classify = _recorder.classify_codes
         for key, count in raw.items():
+            if sink is not None:
+                import_time, importer = classify(codes[key[i]] for i in range(0, len(key), 2))
+                if import_time:
+                    self._fold_import(key, count, importer, sink)
+                    continue
             frames = []
+            after_repository = False
             # key is innermost first: walk the (id, lasti) pairs outermost first
             for i in range(len(key) - 2, -1, -2):
-                text = frame_text(codes[key[i]], key[i + 1])
+                code = codes[key[i]]
+                text = frame_text(code, key[i + 1])
                 if text is None:
                     # A sampler frame: it and everything it called (file
                     # writes, joins) is our work, not the test's.
                     break
+                if sink is not None:
+                    if in_repository(code):
+                        after_repository = True
+                    elif after_repository:
+                        after_repository = False  # the library leaf
+                    else:
+                        continue  # the runner above, or library internals
                 frames.append(text)
             if frames:
                 stack = ";".join(frames)
                 lines[stack] = lines.get(stack, 0) + count
+            elif sink is not None:
+                sink.external_samples += count
 
-    def _render(self, sink, complete):
+    def _fold_import(self, key, count, importer, sink):
+        sink.import_samples += count
+        if self.coverage == "exact":
+            # The recorder has every import-time function already; entities
+            # taken from samples would only add timing-dependent noise.
+            return
+        module = self._module_field(importer)
+        codes = self._codes
+        for i in range(0, len(key), 2):
+            code = codes[key[i]]
+            if self.describer.in_repository(code):
+                text = self.describer.frame(code, key[i + 1])
+                if text is not None:
+                    sink.import_lines.add((module, text))
+
+    def _module_field(self, code):
+        """The encoded path of a module/class body code's file, `-` if none."""
+        if code is None:
+            return "-"
+        prefix = self.describer.prefix(code)
+        if prefix is None:
+            return "-"
+        return prefix[:prefix.rindex(":", 0, len(prefix) - 1)]
+
+    def _entity_lines(self, sink):
+        """(functions, import functions, imports, reads) of `sink`, encoded."""
+        frame = self.describer.frame
+        functions = [t for t in (frame(c, ENTRY) for c in sink.functions.values()) if t]
+        imports = set(sink.import_lines)
+        for code, importer in sink.import_functions.values():
+            text = frame(code, ENTRY)
+            if text:
+                imports.add((self._module_field(importer), text))
+        return (functions, imports, self._imported_modules(sink),
+                [evidence.encode(p) for p in sink.reads])
+
+    def _imported_modules(self, sink):
+        """Encoded repository paths of the modules imported since the sink began."""
+        paths = self._module_paths
+        result = []
+        for name, module in list(sys.modules.items()):
+            if name in sink.modules_before:
+                continue
+            path = paths.get(name, False)
+            if path is False:
+                path = None
+                filename = getattr(module, "__file__", None)
+                if isinstance(filename, str) and filename.endswith(".py"):
+                    full = os.path.realpath(filename)
+                    if full.startswith(self.describer.root) \
+                            and not full.startswith(self.describer.exclude):
+                        path = evidence.encode(full[len(self.describer.root):])
+                paths[name] = path
+            if path is not None:
+                result.append(path)
+        return result
+
+    def _write_collection(self):
+        """Write the import-time functions seen outside every test (collection)."""
+        if not self._collection or self._failed:
+            return
+        sink = Sink("<collection>", self.config.out)
+        sink.import_functions, self._collection = self._collection, {}
+        sink.path = os.path.join(self.config.out, "_collection", os.path.basename(sink.path))
+        sink.modules_before = set(sys.modules)
+        self._write(sink, complete=True, scope="collection")
+
+    def _render(self, sink, complete, scope="test"):
         """(samples file text, calls file text or None) for `sink`."""
+        if self._dist_rank is None:
+            self._dist_rank = _torch_distributed_rank()
         with self._lock:
             raw, sink.counts = sink.counts, {}
             raw_calls, sink.calls = sink.calls, {}
-            self._fold(raw, sink.lines)
+            self._fold(raw, sink.lines, sink)
             self._fold(raw_calls, sink.call_lines)
             lines = dict(sink.lines)
             call_lines = dict(sink.call_lines)
             ticks = sink.ticks
             sampler_cpu = sink.sampler_cpu
+            entities = self._entity_lines(sink)
         cfg = self.config
+        rank = self._dist_rank if self._dist_rank is not None else self._rank
         header = {
             "test-id": sink.test_id,
             "pid": os.getpid(),
-            "rank": self._rank if self._rank is not None else -1,
+            "rank": rank if rank is not None else -1,
             "local-rank": self._local_rank,
             "rate": "%g" % cfg.rate,
             "wall-seconds": "%.3f" % (time.time() - sink.start_wall),
@@ -321,18 +515,62 @@ class Sampler:
             "flush-seconds": "%g" % cfg.flush,
             "mode": "samples",
             "sampler-cpu-seconds": "%.6f" % sampler_cpu,
+            "scope": scope,
+            "coverage": "exact" if sink.exact and self.coverage == "exact" else "sampled",
+            "recorder": self._recorder.mechanism or "none",
+            "time": "%.3f" % sink.start_wall,
+            "executable": sys.executable,
+            "import-samples": sink.import_samples,
+            "external-samples": sink.external_samples,
         }
         calls = None
         if call_lines:
             calls_header = dict(header, samples=sum(call_lines.values()), ticks=0, mode="calls")
             calls_header.update(sink.burst.header_fields() if sink.burst is not None else {})
             calls = evidence.render(calls_header, call_lines)
-        return evidence.render(header, lines), calls
+        return evidence.render(header, lines, *entities), calls
 
 
 def _report_on_stderr(message):
     sys.stderr.write(message + "\n")
     sys.stderr.flush()
+
+
+ENV_PARENT_RANK = "FASTCI_TRACE_PARENT_RANK"
+ENV_PARENT_LOCAL_RANK = "FASTCI_TRACE_PARENT_LOCAL_RANK"
+
+
+def own_ranks(environ):
+    """(rank or None, local rank) this process was given by its launcher.
+
+    A RANK (LOCAL_RANK) equal to the one its traced parent had when it
+    started it was inherited, not given: torch.multiprocessing.spawn ranks
+    of a test that set RANK=0 in its own environment all see RANK=0.
+    export_ranks() records the parent's value for this comparison; a
+    torch.distributed rank, once a process group is up, overrides both.
+    """
+    if "--multiprocessing-fork" in sys.argv:
+        # A multiprocessing (or torch.multiprocessing) spawn child: its
+        # environment is its parent's at the moment of the spawn, which no
+        # audit event announces, and multiprocessing never sets ranks.
+        return None, "-1"
+
+    def given(name, parent):
+        value = environ.get(name)
+        if value is None or (parent in environ and environ[parent] == value):
+            return None
+        return value
+    local = given("LOCAL_RANK", ENV_PARENT_LOCAL_RANK)
+    return given("RANK", ENV_PARENT_RANK), local if local is not None else "-1"
+
+
+def export_ranks(environ):
+    """Record this process's current RANK/LOCAL_RANK for the children it starts."""
+    try:
+        environ[ENV_PARENT_RANK] = environ.get("RANK", "")
+        environ[ENV_PARENT_LOCAL_RANK] = environ.get("LOCAL_RANK", "")
+    except Exception:
+        pass
 
 
 def _torch_distributed_rank():

@@ -197,15 +197,56 @@ TEST_F(EvidenceReaderTest, HeaderProblemsSkipTheFile) {
     EXPECT_TRUE(file.skipped);
     return messages(file).empty() ? std::string() : messages(file).front();
   };
-  EXPECT_EQ(problemOf("# fastci-evidence: 2\n# test-id: t\na:b:1 1\n"),
-            "1:20: unsupported evidence format version '2' (this reader "
-            "knows version 1); skipped");
+  EXPECT_EQ(problemOf("# fastci-evidence: 3\n# test-id: t\na:b:1 1\n"),
+            "1:20: evidence format version 3 was written by a newer FastCI "
+            "(this reader knows versions 1 to 2); skipped, the test has no "
+            "evidence from it");
+  EXPECT_EQ(problemOf("# fastci-evidence: 2x\n# test-id: t\na:b:1 1\n"),
+            "1:20: unsupported evidence format version '2x' (this reader "
+            "knows versions 1 to 2); skipped");
   EXPECT_EQ(problemOf("# fastci-evidence: 1\n# pid: 3\na:b:1 1\n"),
             "1:1: evidence header has no 'test-id'; skipped");
   EXPECT_EQ(problemOf("# some other file\n"),
             "1:1: not a FastCI evidence file: the first line must be "
-            "'# fastci-evidence: 1'; skipped");
+            "'# fastci-evidence: 2'; skipped");
   EXPECT_EQ(problemOf(""), "1:1: empty evidence file; skipped");
+}
+
+TEST_F(EvidenceReaderTest, CompactRecordsResolveToEntities) {
+  EvidenceFile file = read("# fastci-evidence: 2\n"
+                           "# test-id: t\n"
+                           "# coverage: exact\n"
+                           "# time: 12.5\n"
+                           "# import-samples: 4\n"
+                           "@f tests/test_a.py:test_x:6\n"
+                           "@f tests/test_a.py:test_x:7\n"
+                           "@i tests/test_a.py tests/test_a.py:<module>:0\n"
+                           "@m tests/test_a.py\n"
+                           "@r configs/a.yaml\n"
+                           "tests/test_a.py:test_x:7 2\n");
+  EXPECT_FALSE(file.skipped);
+  EXPECT_EQ(file.header.version, 2u);
+  EXPECT_TRUE(file.header.exactCoverage);
+  EXPECT_EQ(file.header.time, 12.5);
+  EXPECT_EQ(file.header.importSamples, 4u);
+  // Two frames of one function are one entity.
+  ASSERT_EQ(file.functions.size(), 1u);
+  ASSERT_EQ(file.importFunctions.size(), 1u);
+  EXPECT_EQ(file.importFunctions[0].first, file.importFunctions[0].second);
+  ASSERT_EQ(file.imports.size(), 1u);
+  EXPECT_EQ(file.imports[0], file.importFunctions[0].first);
+  EXPECT_EQ(file.reads, (std::vector<std::string>{"configs/a.yaml"}));
+  EXPECT_EQ(stacks(file), (std::vector<std::string>{"tests.test_a.test_x=2"}));
+}
+
+TEST_F(EvidenceReaderTest, CorruptCompactRecordSkipsTheFile) {
+  EvidenceFile file = read("# fastci-evidence: 2\n"
+                           "# test-id: t\n"
+                           "@f tests/test_a.py:test_x:6\n"
+                           "@q later-kind\n");
+  EXPECT_TRUE(file.skipped);
+  EXPECT_TRUE(file.corrupt);
+  EXPECT_EQ(file.header.testId, "t");
 }
 
 TEST_F(EvidenceReaderTest, BadHeaderValuesAreIgnored) {
@@ -251,12 +292,11 @@ TEST_F(EvidenceReaderTest, ReadsPySpyRaw) {
 }
 
 TEST_F(EvidenceReaderTest, FrameCacheIsSharedAcrossFilesWithoutChangingThem) {
-  std::string a =
-      kHeader.str() +
-      "tests/test_a.py:test_x:6;pkg/mod.py:outer:11;"
-      "/v/site-packages/torch/nn/functional.py:linear:7 5\n"
-      "tests/test_a.py:test_x:6;pkg/mod.py:outer:13 2\n"
-      "tests/test_a.py:test_x:6;pkg/mod.py:outer:bad 1\n";
+  std::string a = kHeader.str() +
+                  "tests/test_a.py:test_x:6;pkg/mod.py:outer:11;"
+                  "/v/site-packages/torch/nn/functional.py:linear:7 5\n"
+                  "tests/test_a.py:test_x:6;pkg/mod.py:outer:13 2\n"
+                  "tests/test_a.py:test_x:6;pkg/mod.py:outer:bad 1\n";
   // Another file using some of the same frames first, in another order.
   std::string b = kHeader.str() +
                   "tests/test_a.py:test_x:7;pkg/mod.py:outer:13 4\n"
@@ -282,8 +322,8 @@ TEST_F(EvidenceReaderTest, FrameCacheIsSharedAcrossFilesWithoutChangingThem) {
 TEST_F(EvidenceReaderTest, InvalidTextAfterASharedPrefixIsFound) {
   // Each second line shares the first's bytes up to the middle of a
   // multi-byte character, which the second line then breaks.
-  EvidenceFile file = read(kHeader.str() +
-                           "pkg/mod.py:outer:11;x/\xC3\xA9.py:f:1 1\n"
+  EvidenceFile file =
+      read(kHeader.str() + "pkg/mod.py:outer:11;x/\xC3\xA9.py:f:1 1\n"
                            "pkg/mod.py:outer:11;x/\xC3(.py:f:1 1\n"
                            "pkg/mod.py:outer:11;y/\xE2\x82\xAC.py:f:1 1\n"
                            "pkg/mod.py:outer:11;y/\xE2\x82x.py:f:1 1\n"

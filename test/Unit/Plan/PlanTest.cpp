@@ -30,6 +30,16 @@ std::vector<std::string> render(llvm::StringRef tmpl,
   return argv;
 }
 
+TEST(RenderCommand, ExpandsTheImportedConfig) {
+  std::vector<std::string> argv;
+  EXPECT_FALSE(
+      renderCommand("bash run_ci_test.sh TRAINING_PARAMS_PATH={config}", "py",
+                    "8", {}, argv, "cases/t/model_config.yaml"));
+  EXPECT_EQ(argv, (std::vector<std::string>{
+                      "bash", "run_ci_test.sh",
+                      "TRAINING_PARAMS_PATH=cases/t/model_config.yaml"}));
+}
+
 TEST(RenderCommand, ExpandsPlaceholders) {
   EXPECT_EQ(render("{python} -m launch --nproc {nproc} -- {args}",
                    {"--lr", "0.1", "--name", "a b"}),
@@ -58,7 +68,7 @@ TEST(RenderCommand, RejectsBadTemplates) {
   EXPECT_EQ(error, "unterminated double quote in command template");
   render("run {nope}", {}, &error);
   EXPECT_EQ(error, "unknown placeholder '{nope}' in command template "
-                   "(expected {python}, {nproc} or {args})");
+                   "(expected {python}, {nproc}, {args} or {config})");
   render("run {python", {}, &error);
   EXPECT_EQ(error, "unmatched '{' in command template");
   render("run }", {}, &error);

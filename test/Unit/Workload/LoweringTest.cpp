@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Workload/Lowering.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 #include "gtest/gtest.h"
@@ -42,13 +43,75 @@ protected:
 };
 
 TEST_F(LoweringTest, InfersScopeFromMegatronNames) {
-  EXPECT_EQ(inferScope("gpt3_mcore_te_tp2_pp2_resume_dist_optimizer", *megatron),
-            (std::vector<std::string>{"dist-optimizer", "pp", "resume", "tp"}));
+  EXPECT_EQ(
+      inferScope("gpt3_mcore_te_tp2_pp2_resume_dist_optimizer", *megatron),
+      (std::vector<std::string>{"dist-optimizer", "pp", "resume", "tp"}));
   // Degree one is no parallelism to validate.
   EXPECT_EQ(inferScope("gpt3_mcore_tp1_pp1", *megatron),
             std::vector<std::string>{});
   EXPECT_EQ(inferScope("moe_ep8_fp8", *megatron),
             (std::vector<std::string>{"ep", "fp8", "moe"}));
+}
+
+TEST_F(LoweringTest, NameScopesPinExpertsAndTopK) {
+  EXPECT_EQ(inferScope("gpt3_moe_8experts_top2router", *megatron),
+            (std::vector<std::string>{"moe", "experts", "router-topk"}));
+}
+
+// Megatron's harness resumes a ckpt-resume test from train-iters // 2: the
+// lowered run must save there (a multiple of the save interval) and train
+// at least 3 steps past it.
+TEST_F(LoweringTest, HarnessResumeSavesAtHalfTheSteps) {
+  fastci::Test &test = makeTest("gpt3_tp1_pp1_ckpt", 8);
+  test.attrs.set(workload::attr::kTestType,
+                 Attribute::getString("ckpt-resume"));
+  test.workload.set("--train-iters", Attribute::getInt(100));
+  test.workload.set("--save-interval", Attribute::getInt(50));
+  test.workload.set("--lr-decay-iters", Attribute::getInt(320000));
+  std::vector<std::string> scope = harnessScopes(test, *megatron);
+  EXPECT_EQ(scope, std::vector<std::string>{"resume"});
+  LoweringResult result = lowerWorkload(test, scope, *megatron);
+  ASSERT_TRUE(result.lowered) << result.reason;
+  int64_t steps = result.overrides.get("--train-iters").asInt().value_or(0);
+  int64_t save = result.overrides.get("--save-interval").asInt().value_or(0);
+  ASSERT_GT(save, 0);
+  EXPECT_EQ((steps / 2) % save, 0);
+  EXPECT_GE(steps / 2, save);
+  EXPECT_GE(steps - steps / 2, 3);
+  EXPECT_EQ(steps, 5);
+  // The harness compares it with goldens: steps only, on its metrics.
+  EXPECT_EQ(result.goldenSteps, 5);
+  EXPECT_EQ(result.goldenMetrics,
+            (std::vector<std::string>{"lm loss", "num-zeros"}));
+  EXPECT_FALSE(result.goldenInvalidated);
+
+  // Without a save interval there is nothing to resume from: kept, warned.
+  fastci::Test &bare = makeTest("gpt3_bare", 8);
+  bare.attrs.set(workload::attr::kTestType,
+                 Attribute::getString("ckpt-resume"));
+  bare.workload.set("--train-iters", Attribute::getInt(100));
+  LoweringResult kept = lowerWorkload(bare, {"resume"}, *megatron);
+  EXPECT_FALSE(kept.lowered);
+  ASSERT_EQ(kept.warnings.size(), 1u);
+  EXPECT_EQ(kept.warnings[0],
+            "test type 'ckpt-resume' needs --save-interval, which the "
+            "workload lacks");
+}
+
+TEST_F(LoweringTest, PerLayerListsPinOrKeep) {
+  fastci::Test &test = makeTest("gpt3_moe_list", 8);
+  test.attrs.set("tolerant", Attribute::getBool(true));
+  test.workload.set("--num-layers", Attribute::getInt(4));
+  test.workload.set("--train-iters", Attribute::getInt(50));
+  test.workload.set("--moe-layer-freq", Attribute::getString("([0]*1+[1]*3)"));
+  LoweringResult result = lowerWorkload(test, {}, *megatron);
+  EXPECT_FALSE(result.overrides.contains("--num-layers"));
+  EXPECT_TRUE(result.pinned.contains("--num-layers"));
+  test.workload.set("--moe-layer-freq", Attribute::getString("[0, 1, 1]"));
+  LoweringResult kept = lowerWorkload(test, {}, *megatron);
+  EXPECT_FALSE(kept.lowered);
+  EXPECT_EQ(kept.reason,
+            "--moe-layer-freq lists 3 entries but --num-layers is 4");
 }
 
 TEST_F(LoweringTest, ShrinksOutsideScopeWithinConstraints) {

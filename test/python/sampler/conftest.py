@@ -6,6 +6,7 @@ settings never leak in, then reads what they wrote with the package's
 reader.
 """
 
+import glob
 import os
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parents[3] / "python"
 sys.path.insert(0, str(PACKAGE_ROOT))
 
-from fastci.trace.evidence import read_evidence  # noqa: E402
+from fastci.trace.evidence import read_evidence, read_evidence_file  # noqa: E402
 
 PYTHON = sys.executable
 
@@ -53,6 +54,9 @@ def load_out(out, mode="samples"):
     "calls" (call-burst files), or None for all.
     """
     files = [(p,) + read_evidence(p) for p in sorted(Path(out).rglob("*.stacks"))]
+    # pytest's collection (import-time functions outside every test) has a
+    # file of its own, which belongs to no test.
+    files = [f for f in files if f[1].get("scope") != "collection"]
     return [f for f in files if mode is None or f[1].get("mode", "samples") == mode]
 
 
@@ -100,3 +104,36 @@ def spin_module(tmp_path):
                 x += 1
             return x
     """)
+
+
+def recorded(out):
+    """{test-id: Evidence fields unioned} of the exact recorder over the files under `out`.
+
+    Returns {test-id: {"functions": qualnames, "import_functions": qualnames,
+    "imports": paths, "reads": paths, "coverage": set of header values}}.
+    """
+    found = {}
+    for path in sorted(Path(out).rglob("*.stacks")):
+        evidence = read_evidence_file(path)
+        entry = found.setdefault(evidence.header["test-id"], {
+            "functions": set(), "import_functions": set(), "imports": set(), "reads": set(),
+            "coverage": set()})
+        entry["functions"].update(f.qualname for f in evidence.functions)
+        entry["import_functions"].update(f.qualname for _, f in evidence.import_functions)
+        entry["imports"].update(evidence.imports)
+        entry["reads"].update(evidence.reads)
+        entry["coverage"].add(evidence.header.get("coverage", "sampled"))
+    return found
+
+
+def other_pythons():
+    """Other CPython >= 3.9 interpreters on this machine (pyenv), newest first."""
+    found = {}
+    for path in glob.glob("/root/.pyenv/versions/3.*/bin/python3.*"):
+        suffix = os.path.basename(path)[len("python"):]
+        parts = suffix.split(".")
+        if len(parts) == 2 and all(p.isdigit() for p in parts):
+            version = tuple(map(int, parts))
+            if version >= (3, 9) and version != sys.version_info[:2]:
+                found[version] = path
+    return [found[v] for v in sorted(found, reverse=True)]

@@ -1,11 +1,23 @@
-"""The call burst: exact function-level evidence for short tests, its budget, its processes."""
+"""The call burst, the fallback when no function recorder can run: its budget, its processes.
+
+Every run here turns the recorder off (FASTCI_TRACE_RECORDER=off), which is
+what a process without the extension (CPython < 3.12) sees.
+"""
 
 import os
 import subprocess
 import sys
 
-from conftest import (PYTHON, PACKAGE_ROOT, clean_env, functions_in, load_calls, load_out,
-                      run_inner_pytest, write)
+import conftest
+from conftest import PYTHON, PACKAGE_ROOT, functions_in, load_calls, load_out, write
+
+
+def clean_env(**extra):
+    return conftest.clean_env(FASTCI_TRACE_RECORDER="off", **extra)
+
+
+def run_inner_pytest(directory, *args, env=None, **kwargs):
+    return conftest.run_inner_pytest(directory, *args, env=env or clean_env(), **kwargs)
 
 SHORT_TESTS = """
     import functools

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import by_function, functions_in, load_calls, load_out, run_inner_pytest, write
+from conftest import by_function, load_out, recorded, run_inner_pytest, write
 
 pytest.importorskip("torch.distributed")
 
@@ -43,6 +43,16 @@ DDP_TEST = """
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ["MASTER_PORT"] = str(_free_port())
         mp.spawn(rank_main, args=(2,), nprocs=2, join=True)
+
+    def test_two_ranks_parent_sets_rank():
+        # The launching test sets RANK=0 in its own environment, which every
+        # spawned rank inherits: the ranks must still say 0 and 1.
+        os.environ["RANK"] = "0"
+        os.environ["LOCAL_RANK"] = "0"
+        try:
+            test_two_ranks()
+        finally:
+            del os.environ["RANK"], os.environ["LOCAL_RANK"]
 """
 
 
@@ -53,18 +63,20 @@ def test_gloo_ranks_attributed_with_rank_header(tmp_path):
                             timeout=180)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     evidences = load_out(out)
-    test_id = "test_ddp.py::test_two_ranks"
-    assert {h["test-id"] for _, h, _ in evidences} == {test_id}
-    ranks = {}
-    for path, header, stacks in evidences:
-        if by_function([(path, header, stacks)], "allreduce_work"):
-            ranks[header["rank"]] = header
-    assert sorted(ranks) == ["0", "1"], [h for _, h, _ in evidences]
-    assert len({h["pid"] for h in ranks.values()}) == 2
-    assert all(h["complete"] == "true" for h in ranks.values())
-    assert by_function(evidences, "rank_main")[test_id] >= 20
-    # call bursts: every process's file goes to the same test, and the launching
-    # test's own calls are recorded exactly
-    calls = load_calls(out)
-    assert {h["test-id"] for _, h, _ in calls} == {test_id}
-    assert {"test_two_ranks", "_free_port"} <= functions_in(calls)[test_id]
+    test_ids = ("test_ddp.py::test_two_ranks", "test_ddp.py::test_two_ranks_parent_sets_rank")
+    assert {h["test-id"] for _, h, _ in evidences} == set(test_ids)
+    functions = recorded(out)
+    for test_id in test_ids:
+        ranks = {}
+        mine = [(p, h, s) for p, h, s in evidences if h["test-id"] == test_id]
+        for path, header, stacks in mine:
+            if by_function([(path, header, stacks)], "allreduce_work"):
+                ranks[header["rank"]] = header
+        assert sorted(ranks) == ["0", "1"], [h for _, h, _ in mine]
+        assert len({h["pid"] for h in ranks.values()}) == 2
+        assert all(h["complete"] == "true" for h in ranks.values())
+        assert all(h["local-rank"] == "-1" for h in ranks.values()), test_id
+        assert by_function(mine, "rank_main")[test_id] >= 20
+        # the exact recorder: every process's functions go to the same test
+        assert {"_free_port", "rank_main", "allreduce_work"} <= functions[test_id]["functions"]
+        assert functions[test_id]["coverage"] == {"exact"}

@@ -18,8 +18,14 @@ times, memory must not, since it is proportional to distinct stacks. The
 named peer is the sampler's own Python reader (fastci.trace.evidence), which
 only parses; the ratio is lines/s of the pass over lines/s of the peer.
 
+`--compact` writes evidence format 2 instead, as the sampler 2.0 does: the
+runner's frames are already reduced away, and each file starts with one
+`@f` line per distinct repository function of its stacks, `@m` lines for
+their modules and a few `@r` reads; lines/s then counts entity and stack
+lines alike.
+
 Usage: bench.py --fastci-opt build/bin/fastci-opt [--tests 200] [--ranks 4]
-       [--lines 1000] [--runner-frames 7] [--threads 2] [--nights 3]
+       [--lines 1000] [--runner-frames 7] [--threads 2] [--nights 3] [--compact]
 """
 
 import argparse
@@ -112,23 +118,45 @@ def make_stacks(rng, files, functions, lines, prefix):
     return stacks
 
 
-def make_evidence(directory, rng, tests, ranks, files, functions, lines, runner_frames):
+def compact_entities(stacks, prefix_length):
+    """Format-2 entity lines of `stacks`: (functions, imports, reads), encoded."""
+    functions, modules = set(), set()
+    for stack in stacks:
+        for frame in stack.split(";")[prefix_length:]:
+            path, qualname, _ = frame.rsplit(":", 2)
+            if path.startswith("pkg/") or path.startswith("tests/"):
+                functions.add("%s:%s:%d" % (path, qualname, int(qualname[1:] or 0) * 10 + 2
+                                            if qualname.startswith("f") else 6))
+                modules.add(path)
+    return functions, modules, ["configs/train.yaml", "data/golden.json"]
+
+
+def make_evidence(directory, rng, tests, ranks, files, functions, lines, runner_frames,
+                  compact=False):
     total = 0
-    prefix = runner_prefix(runner_frames)
+    prefix = runner_prefix(0 if compact else runner_frames)
     for t in range(tests):
         test_id = "tests/test_%d.py::test_case" % t
         base = make_stacks(rng, files, functions, lines, prefix)
+        entities = compact_entities(base, len(prefix)) if compact else ((), (), ())
         for rank in range(ranks):
             header = {"test-id": test_id, "pid": 1000 + rank, "rank": rank,
                       "local-rank": rank, "rate": 50, "wall-seconds": 10.0,
                       "cpu-seconds": 9.0, "python": "3.11.2", "sampler": "1.0",
                       "revision": "bench", "root": "/work/repo",
                       "samples": sum(base.values()), "complete": "true"}
+            if compact:
+                header.update({"sampler": "2.0", "scope": "test", "coverage": "exact",
+                               "time": 1000.0 + t, "executable": "/usr/bin/python3"})
             sub = os.path.join(directory, "t%d" % t)
             os.makedirs(sub, exist_ok=True)
+            text = (evidence.render(header, base, entities[0], (), entities[1], entities[2])
+                    if compact else evidence.render(header, base, ()))
+            if not compact:  # format 1, as sampler 1.x wrote it
+                text = text.replace("# fastci-evidence: 2\n", "# fastci-evidence: 1\n", 1)
             with open(os.path.join(sub, "%d-%d.stacks" % (1000 + rank, t)), "w") as f:
-                f.write(evidence.render(header, base))
-            total += len(base)
+                f.write(text)
+            total += len(base) + sum(len(e) for e in entities)
     return total
 
 
@@ -179,6 +207,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", help="generate into this directory and keep it")
+    parser.add_argument("--compact", action="store_true", help="evidence format 2")
     args = parser.parse_args()
 
     load_before = os.getloadavg()[0]
@@ -191,7 +220,7 @@ def main():
     make_module(module, args.files, args.functions)
     shutil.rmtree(evdir, ignore_errors=True)
     lines = make_evidence(evdir, rng, args.tests, args.ranks, args.files,
-                          args.functions, args.lines, args.runner_frames)
+                          args.functions, args.lines, args.runner_frames, args.compact)
     size = sum(os.path.getsize(os.path.join(d, f))
                for d, _, fs in os.walk(evdir) for f in fs)
     shutil.rmtree(nights, ignore_errors=True)
@@ -210,9 +239,9 @@ def main():
             evidence.read_evidence(os.path.join(d, f))
     peer = time.perf_counter() - start
 
-    print("evidence: %d files, %d stack lines, %.1f MiB (%.0f bytes per line), %d threads, "
+    print("evidence (format %d): %d files, %d lines, %.1f MiB (%.0f bytes per line), %d threads, "
           "load average %.1f before, %.1f after"
-          % (args.tests * args.ranks, lines, size / 2**20, size / lines, args.threads,
+          % (2 if args.compact else 1, args.tests * args.ranks, lines, size / 2**20, size / lines, args.threads,
              load_before, os.getloadavg()[0]))
     print("module only: peak RSS %.1f MiB" % base_rss)
     for label, n, (wall, cpu, rss) in (("1 night", 1, one),

@@ -7,7 +7,10 @@ Measures, on the same files and the same CPU set (default: 2 cores):
   * CPython: `ast.parse` of every file plus a walk collecting the same
     entities (classes, functions, named lambdas), in N worker processes,
     best of --repeat runs;
-  * incremental: with a warm cache, the rerun after one file changed;
+  * threads: the cold run on 1 thread and on N, interleaved, with the
+    pass's stage times (--pass-statistics us-*);
+  * warm: with a cache, the rerun with nothing changed and the rerun after
+    one edited file, medians and spread, with the stage times;
   * the floor: CPU seconds of one thread for tree-sitter's parse alone and
     for the whole per-file analysis (fastci-parse-python-split, found next
     to fastci-opt), against `ast.parse` alone and `ast.parse`+walk in one
@@ -84,15 +87,50 @@ def cpython_run(paths, jobs):
     return time.perf_counter() - start, children_cpu() - cpu, total
 
 
-def fastci_run(opt, root, jobs, cache=None):
-    """Wall seconds and CPU seconds of one fastci-opt run."""
+def fastci_run(opt, root, jobs, cache=None, stages=None):
+    """Wall seconds and CPU seconds of one fastci-opt run; with `stages`
+    (a dict), adds the pass's per-stage microseconds to it."""
     option = f"root={root},jobs={jobs}" + (f",cache={cache}" if cache else "")
     command = [opt, f"--parse-python={option}", "--emit=bc", "-o",
                os.devnull, os.devnull]
+    if stages is not None:
+        command.append("--pass-statistics")
     cpu = children_cpu()
     start = time.perf_counter()
-    subprocess.run(command, check=True, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start, children_cpu() - cpu
+    result = subprocess.run(command, check=True, stderr=subprocess.PIPE,
+                            text=True)
+    wall, used = time.perf_counter() - start, children_cpu() - cpu
+    if stages is not None:
+        for line in result.stderr.splitlines():
+            fields = line.split()
+            if len(fields) >= 3 and fields[2].startswith("us-"):
+                stages.setdefault(fields[2][3:], []).append(int(fields[1]))
+        stages.setdefault("total", []).append(int(wall * 1e6))
+    return wall, used
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def spread(values, scale=1000, unit="ms"):
+    """`median (min-max)` of seconds, in `unit`."""
+    return (f"{median(values) * scale:.0f} {unit} "
+            f"({min(values) * scale:.0f}-{max(values) * scale:.0f})")
+
+
+def stage_line(stages):
+    order = ["walk", "cache-read", "files", "cache-write", "link", "ir"]
+    parts = [f"{name} {median(stages[name]) / 1000:.0f}"
+             for name in order if name in stages]
+    inside = sum(median(stages[name]) for name in order if name in stages)
+    rest = median(stages["total"]) - inside
+    parts.append(f"outside the pass (start, verifier, output) {rest / 1000:.0f}")
+    return "median ms: " + ", ".join(parts)
 
 
 def main():
@@ -137,16 +175,36 @@ def main():
         theirs_cpu = min(r[1] for r in theirs)
         count = theirs[0][2]
 
+        # Threads: the cold run on 1 and on `jobs` threads, interleaved.
+        single, multi = [], []
+        single_stages, multi_stages = {}, {}
+        for _ in range(args.repeat):
+            single.append(fastci_run(args.opt, root, 1, stages=single_stages))
+            multi.append(fastci_run(args.opt, root, jobs,
+                                    stages=multi_stages))
+
+        # Warm: a cache, then reruns with nothing changed (after the
+        # cache's 2 s racy window, so that stat data is trusted) and after
+        # one edited file.
         cache = os.path.join(scratch, "cache")
         fastci_run(args.opt, root, jobs, cache)
+        time.sleep(2.2)
+        fastci_run(args.opt, root, jobs, cache)
+        time.sleep(2.2)
         changed = paths[len(paths) // 2]
-        incremental = []
+        unchanged, incremental = [], []
+        unchanged_stages, incremental_stages = {}, {}
         for i in range(args.repeat):
+            unchanged.append(fastci_run(args.opt, root, jobs, cache,
+                                        unchanged_stages))
             with open(changed, "a") as f:
                 f.write(f"\n# edit {i}\n")
-            incremental.append(fastci_run(args.opt, root, jobs, cache))
-        warm = min(r[0] for r in incremental)
-        warm_cpu = min(r[1] for r in incremental)
+            incremental.append(fastci_run(args.opt, root, jobs, cache,
+                                          incremental_stages))
+            # Let the edit age past the racy window before the next
+            # unchanged run.
+            time.sleep(2.2)
+            fastci_run(args.opt, root, jobs, cache)
 
         mb = size / 1e6
         print(f"tree: {args.tree} ({len(files)} files, {mb:.1f} MB, "
@@ -162,8 +220,23 @@ def main():
               f"{mb / theirs_wall:.1f} MB/s")
         print(f"speedup: {theirs_wall / ours_wall:.2f}x wall, "
               f"{theirs_cpu / ours_cpu:.2f}x CPU")
-        print(f"incremental rerun after one changed file: {warm * 1000:.0f} ms "
-              f"({warm_cpu * 1000:.0f} ms CPU)")
+        walls1 = [r[0] for r in single]
+        wallsN = [r[0] for r in multi]
+        print(f"cold, 1 thread: {spread(walls1, 1, 's')}; {jobs} threads: "
+              f"{spread(wallsN, 1, 's')}; wall speedup "
+              f"{median(walls1) / median(wallsN):.2f}x, per-file stage "
+              f"{median(single_stages['files']) / median(multi_stages['files']):.2f}x"
+              f"; CPU {median([r[1] for r in single]):.2f} s vs "
+              f"{median([r[1] for r in multi]):.2f} s")
+        print(f"  1 thread  {stage_line(single_stages)}")
+        print(f"  {jobs} threads {stage_line(multi_stages)}")
+        print(f"warm rerun, nothing changed: wall {spread([r[0] for r in unchanged])}"
+              f", CPU {spread([r[1] for r in unchanged])}")
+        print(f"  {stage_line(unchanged_stages)}")
+        print(f"warm rerun, one file edited: wall "
+              f"{spread([r[0] for r in incremental])}, CPU "
+              f"{spread([r[1] for r in incremental])}")
+        print(f"  {stage_line(incremental_stages)}")
 
         if args.no_split or not os.path.exists(args.split):
             return 0

@@ -1,0 +1,260 @@
+//===- ChangeMapperFiles.cpp - Other files and the policy
+//------------------===//
+//
+// Non-Python files go through the change policy: ignored, routed to the
+// tests that reference them or whose evidence read them, mapped to the
+// modules that load a native extension, or forcing every test
+// (docs/Changes.md, Change policy format).
+//
+//===----------------------------------------------------------------------===//
+#include "ChangeMapperImpl.h"
+
+using namespace fastci;
+using namespace fastci::detail;
+using llvm::StringRef;
+
+//===----------------------------------------------------------------------===//
+// Non-Python files
+//===----------------------------------------------------------------------===//
+
+/// True when \p text mentions \p path as a whole path (not as the tail of a
+/// longer name), e.g. `--config configs/gpt.yaml` for `configs/gpt.yaml`.
+static bool mentionsPath(StringRef text, StringRef path) {
+  auto isNameChar = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '-' || c == '.' || c == '/';
+  };
+  for (size_t at = text.find(path); at != StringRef::npos;
+       at = text.find(path, at + 1)) {
+    size_t end = at + path.size();
+    bool startsClean =
+        at == 0 || !isNameChar(text[at - 1]) || text[at - 1] == '/';
+    bool endsClean = end == text.size() || !isNameChar(text[end]);
+    if (startsClean && endsClean)
+      return true;
+  }
+  return false;
+}
+
+/// True when any string inside \p attr mentions \p path.
+static bool mentionsPath(const Attribute &attr, StringRef path) {
+  if (std::optional<StringRef> text = attr.asString())
+    return mentionsPath(*text, path);
+  if (attr.isList())
+    return llvm::any_of(attr.getList(), [&](const Attribute &element) {
+      return mentionsPath(element, path);
+    });
+  if (attr.isDict())
+    return llvm::any_of(attr.getDict(), [&](const NamedAttribute &entry) {
+      return mentionsPath(entry.second, path);
+    });
+  return false;
+}
+
+static bool mentionsPath(const AttrDict &attrs, StringRef path) {
+  return llvm::any_of(attrs, [&](const NamedAttribute &entry) {
+    return mentionsPath(entry.second, path);
+  });
+}
+
+void ChangeMapper::Impl::forceAll(ChangedFile &record,
+                                  const llvm::Twine &reason) {
+  std::string text = reason.str();
+  record.attrs.set("decision", Attribute::getString("all"));
+  record.attrs.set("reason", Attribute::getString(text));
+  allReasons.push_back((record.path + ": " + text).str());
+  ++mapper.stats.filesForcingAll;
+}
+
+void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
+                                             const PolicyRule &rule,
+                                             ChangedFile &record) {
+  StringRef path = file.getPath();
+  // A test references the file through its name (parametrized ids), its
+  // entry's file, its workload or attributes, or the evidence recorded for
+  // it (attributes and library frames, e.g. a traced open() of the file).
+  llvm::DenseSet<FrameId> mentioningFrames;
+  for (FrameId frame = 0; frame < module.getFrames().size(); ++frame)
+    if (module.getFrame(frame).isLeaf() &&
+        mentionsPath(module.getFrame(frame).leafName, path))
+      mentioningFrames.insert(frame);
+  llvm::DenseSet<TestId> referencing;
+  for (const Test &test : module.getTests()) {
+    if (mentionsPath(test.name, path) || mentionsPath(test.workload, path) ||
+        mentionsPath(test.attrs, path) ||
+        (test.entry != kNoEntity && module.getFilePath(test.entry) == path))
+      referencing.insert(test.index);
+  }
+  llvm::SmallVector<FrameId> frames;
+  for (const EvidenceRecord &record : module.getEvidence()) {
+    if (record.test == kNoTest || referencing.contains(record.test))
+      continue;
+    bool mentions = mentionsPath(record.attrs, path);
+    for (size_t i = 0;
+         !mentions && !mentioningFrames.empty() && i < record.samples.size();
+         ++i) {
+      frames.clear();
+      module.getStackFrames(record.samples[i].stack, frames);
+      mentions = llvm::any_of(frames, [&](FrameId frame) {
+        return mentioningFrames.contains(frame);
+      });
+    }
+    if (mentions)
+      referencing.insert(record.test);
+  }
+
+  std::vector<std::string> names;
+  for (const Test &test : module.getTests())
+    if (referencing.contains(test.index))
+      names.push_back(test.name.str());
+  if (!names.empty()) {
+    record.attrs.set("decision", Attribute::getString("tests"));
+    record.attrs.set("tests", Attribute::getStringList(names));
+    record.attrs.set(
+        "reason",
+        Attribute::getString(
+            llvm::formatv("referenced by {0} test(s)", names.size()).str()));
+    return;
+  }
+  if (rule.fallbackTags.empty())
+    return forceAll(record, "no test references '" + path +
+                                "' and the rule at " + rule.origin +
+                                " names no fallback-tags");
+  for (const Test &test : module.getTests())
+    if (llvm::any_of(test.tags, [&](const std::string &tag) {
+          return llvm::is_contained(rule.fallbackTags, tag);
+        }))
+      names.push_back(test.name.str());
+  std::string tags = llvm::join(rule.fallbackTags, "', '");
+  if (names.empty())
+    return forceAll(record, "no test references '" + path +
+                                "' and no test carries the fallback tags '" +
+                                tags + "'");
+  record.attrs.set("decision", Attribute::getString("tests"));
+  record.attrs.set("tests", Attribute::getStringList(names));
+  record.attrs.set("tags", Attribute::getStringList(rule.fallbackTags));
+  record.attrs.set(
+      "reason",
+      Attribute::getString(("no test references '" + path +
+                            "'; falling back to tests tagged '" + tags + "'")
+                               .str()));
+}
+
+bool ChangeMapper::Impl::mapReadingTests(const FileDiff &file,
+                                         const PolicyRule *rule,
+                                         ChangedFile &record) {
+  if (!readersByPath) {
+    readersByPath.emplace();
+    for (const EvidenceRecord &evidence : module.getEvidence()) {
+      const Attribute *reads = evidence.attrs.lookup(evidence::attr::kReads);
+      if (evidence.test == kNoTest || !reads || !reads->isList())
+        continue;
+      for (const Attribute &read : reads->getList())
+        if (std::optional<StringRef> path = read.asString())
+          (*readersByPath)[*path].insert(evidence.test);
+    }
+  }
+  std::set<TestId> readers;
+  for (StringRef path : {StringRef(file.newPath), StringRef(file.oldPath)})
+    if (auto it = readersByPath->find(path);
+        !path.empty() && it != readersByPath->end())
+      readers.insert(it->second.begin(), it->second.end());
+  if (readers.empty())
+    return false;
+  std::vector<std::string> names;
+  for (TestId test : readers)
+    names.push_back(module.getTest(test).name.str());
+  record.attrs.set("category",
+                   Attribute::getString(rule ? rule->category : "unknown"));
+  if (rule)
+    record.attrs.set("rule", Attribute::getString(rule->origin));
+  record.attrs.set("decision", Attribute::getString("reads"));
+  record.attrs.set(diff::attr::kReaders, Attribute::getStringList(names));
+  record.attrs.set(
+      "reason",
+      Attribute::getString(
+          llvm::formatv("read by {0} test(s) (evidence)", names.size()).str()));
+  return true;
+}
+
+/// The name a native extension built from \p name is imported under, with
+/// the suffixes build systems add (`fused_adam_cuda` -> `fused_adam`).
+static StringRef getExtensionStem(StringRef name) {
+  name = name.rsplit('.').second.empty() ? name : name.rsplit('.').second;
+  for (StringRef suffix :
+       {"_cuda", "_cpp", "_ext", "_kernels", "_kernel", "_C", "_cu", "_ops"})
+    if (name.size() > suffix.size() && name.consume_back(suffix))
+      break;
+  return name;
+}
+
+void ChangeMapper::Impl::mapExtension(const FileDiff &file,
+                                      const PolicyRule &rule,
+                                      ChangedFile &record) {
+  StringRef path = file.getPath();
+  std::vector<std::string> modules;
+  std::vector<std::string> extensions;
+  for (const ExtensionDecl *ext : mapper.policy.findExtensions(path)) {
+    extensions.push_back(ext->name);
+    for (const std::string &name : ext->modules)
+      if (!llvm::is_contained(modules, name))
+        modules.push_back(name);
+  }
+  std::string how = "declared in the policy";
+  if (modules.empty()) {
+    // Found by name: an import of `<stem>` (or `<stem>_cuda`, ...) where the
+    // source is `<stem>.cu` or lives in `<stem>/`.
+    llvm::SmallVector<StringRef, 2> stems;
+    StringRef fileName = llvm::sys::path::filename(path);
+    stems.push_back(getExtensionStem(fileName.rsplit('.').first));
+    StringRef dir =
+        llvm::sys::path::filename(llvm::sys::path::parent_path(path));
+    if (!dir.empty() && dir != "csrc" && dir != "src" && dir != "include")
+      stems.push_back(getExtensionStem(dir));
+    for (const StaticEdge &edge : module.getEdges()) {
+      if (edge.kind != EdgeKind::Import ||
+          !llvm::is_contained(stems, getExtensionStem(edge.name)))
+        continue;
+      EntityId from = edge.from;
+      while (from != kNoEntity &&
+             module.getEntity(from).kind != EntityKind::Module)
+        from = module.getEntity(from).parent;
+      if (from == kNoEntity)
+        continue;
+      std::string name = module.getEntity(from).symbol.str();
+      if (!llvm::is_contained(modules, name))
+        modules.push_back(name);
+    }
+    how = "found by the imports of '" + llvm::join(stems, "' or '") + "'";
+  }
+  if (modules.empty())
+    return forceAll(record, "no Python module is known to load the extension "
+                            "built from '" +
+                                path +
+                                "'; declare it under 'extensions:' in the "
+                                "policy");
+
+  for (const std::string &name : modules) {
+    EntityId id = module.lookupEntity(name);
+    if (id == kNoEntity) {
+      mapper.diag.warning(file.loc, "module '" + name + "' loading '" + path +
+                                        "' is not in the module");
+      continue;
+    }
+    auto [it, inserted] = pendingByEntity.try_emplace(id, pending.size());
+    if (!inserted)
+      continue;
+    PendingChange &change = pending.emplace_back();
+    change.entity = id;
+    change.entityKind = module.getEntity(id).kind;
+    change.symbol = name;
+    change.file = module.getFilePath(id).str();
+    change.attrs.set("via", Attribute::getString(path));
+    ++mapper.stats.changes;
+  }
+  record.attrs.set("decision", Attribute::getString("modules"));
+  record.attrs.set("modules", Attribute::getStringList(modules));
+  if (!extensions.empty())
+    record.attrs.set("extensions", Attribute::getStringList(extensions));
+  record.attrs.set("reason",
+                   Attribute::getString("native source of modules " + how));
+}

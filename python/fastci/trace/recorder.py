@@ -1,0 +1,245 @@
+"""The exact function recorder: every code object a test executes, once, in every thread.
+
+Sampling at 50 Hz misses short functions, and which ones it misses depends on
+the machine's load; the recorder makes function-level evidence complete and
+deterministic. It records the first execution of each repository code object
+per test (reset at every test boundary) and classifies it:
+
+* *test time*: the function started while no module or class body was on
+  the stack (below importlib's `_find_and_load`, or a class body);
+* *import time*: it ran while a module body executed, e.g. a module-level
+  call, a decorator, a class body, or a spawned rank importing the package.
+  It is recorded with the module being imported (the innermost module or
+  class body frame), and keeps being watched, so that the same code running
+  later at test time is recorded as test time as well.
+
+Mechanisms, chosen once per process:
+
+* CPython 3.12+: `sys.monitoring` PY_START and PY_RESUME under a tool id of
+  our own; the callback returns DISABLE after the first test-time event of a
+  code object, so it costs nothing afterwards, and `restart_events()` re-arms
+  everything at the next test. While another tool is registered we never
+  DISABLE (restart_events would re-arm its events too) and pay one set
+  lookup per call instead.
+* CPython 3.9-3.11: the `_recorder` extension (built by CMake from
+  _recorder.c, or by the package build), which hooks frame evaluation.
+* Neither available (no extension built, another frame-evaluation hook such
+  as a JIT installed, both monitoring tool ids taken): `start()` returns
+  False, and the sampler falls back to its call burst and says
+  `coverage: sampled` in every file.
+"""
+
+import importlib.util
+import os
+import sys
+
+_MONITORING = sys.version_info >= (3, 12) and hasattr(sys, "monitoring")
+# sys.monitoring ids 0-2 and 5 are reserved by convention for debuggers,
+# coverage, profilers and optimizers; we take the first free of the others.
+_TOOL_IDS = (3, 4)
+_TOOL_NAME = "fastci_trace"
+_CO_OPTIMIZED = 0x0001
+_FIND_AND_LOAD = getattr(getattr(sys.modules.get("_frozen_importlib"), "_find_and_load", None),
+                         "__code__", None)
+# Where a checkout's CMake build puts the extension, relative to this file.
+_BUILD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                          os.pardir, "build", "python", "fastci", "trace")
+# The extension's path, exported by the launcher; "off" turns the recorder
+# off (sampling and the call burst only, `coverage: sampled`).
+ENV_RECORDER = "FASTCI_TRACE_RECORDER"
+
+
+def find_extension():
+    """Path of a `_recorder` extension built for this interpreter, or None.
+
+    Looked for, in order: $FASTCI_TRACE_RECORDER (a file, exported by the
+    launching process so children load the same one), the package directory
+    (an installed package), and a checkout's build/python/fastci/trace.
+    """
+    import sysconfig
+    # Only the interpreter's own ABI tag: a plain `.so` could have been built
+    # for another CPython (a child of another version would crash loading it).
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ""
+    if "cpython-" not in suffix:
+        return None
+    path = os.environ.get(ENV_RECORDER)
+    if path == "off":
+        return None
+    if path and path.endswith(suffix) and os.path.isfile(path):
+        return path
+    for directory in (os.path.dirname(os.path.abspath(__file__)), _BUILD_DIR):
+        candidate = os.path.join(directory, "_recorder" + suffix)
+        if os.path.isfile(candidate):
+            return os.path.realpath(candidate)
+    return None
+
+
+def _load_extension():
+    if _MONITORING:
+        return None
+    path = find_extension()
+    if path is None:
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location("fastci.trace._recorder", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    except (ImportError, OSError):
+        return None
+
+
+def claim_tool_id():
+    """The first free sys.monitoring tool id of _TOOL_IDS, now ours; None if all are taken."""
+    for tool in _TOOL_IDS:
+        try:
+            sys.monitoring.use_tool_id(tool, _TOOL_NAME)
+        except ValueError:  # in use
+            continue
+        return tool
+    return None
+
+
+def classify_codes(codes):
+    """(import time?, innermost module/class body code or None) for a stack's
+    code objects, innermost first: import time when importlib's
+    _find_and_load or a class body is among them."""
+    import_time = False
+    importer = None
+    for code in codes:
+        if code is _FIND_AND_LOAD:
+            import_time = True
+        elif not code.co_flags & _CO_OPTIMIZED:
+            if importer is None:
+                importer = code
+            if code.co_name != "<module>":
+                import_time = True  # a class body runs when its module is imported
+    return import_time, importer
+
+
+def _codes_of(frame):
+    while frame is not None:
+        yield frame.f_code
+        frame = frame.f_back
+
+
+def classify(frame):
+    """classify_codes() for the stack of a live frame."""
+    return classify_codes(_codes_of(frame))
+
+
+class FunctionRecorder:
+    """Records first executions per test; `take()` hands them over, `reset()` re-arms.
+
+    `in_repository(code)` decides which code is recorded; `prefixes` are the
+    real and given repository roots (with a trailing separator), which the
+    extension uses as a cheap first filter.
+    """
+
+    def __init__(self, in_repository, prefixes):
+        self._in_repository = in_repository
+        self._prefixes = tuple(prefixes)
+        self.mechanism = None
+        self._ext = None
+        self._tool = None
+        self._disable = None
+        self._functions = []
+        self._imports = []
+        self._seen = set()         # ids of test-time codes (monitoring without DISABLE)
+        self._import_seen = set()  # ids of import-time codes recorded since reset()
+
+    def start(self):
+        """Install the recorder; False when no mechanism is available or it is turned off."""
+        if os.environ.get(ENV_RECORDER) == "off":
+            return False
+        if _MONITORING:
+            return self._start_monitoring()
+        module = _load_extension()
+        if module is None:
+            return False
+        recorder = module.Recorder()
+        recorder.configure(self._prefixes, _FIND_AND_LOAD)
+        if not recorder.install():
+            return False
+        self._ext = recorder
+        self.mechanism = "eval-frame"
+        return True
+
+    def working(self):
+        """Whether the recorder is still installed (nobody replaced its hook)."""
+        if self._ext is not None:
+            return self._ext.installed()
+        if self._tool is not None:
+            return sys.monitoring.get_tool(self._tool) == _TOOL_NAME
+        return False
+
+    def take(self):
+        """([test-time code], [(import-time code, importer code or None)]) since the last take()."""
+        if self._ext is not None:
+            functions, imports = self._ext.take()
+        else:
+            functions, self._functions = self._functions, []
+            imports, self._imports = self._imports, []
+        in_repository = self._in_repository
+        return ([c for c in functions if in_repository(c)],
+                [(c, m) for c, m in imports if in_repository(c)])
+
+    def reset(self):
+        """Start a new test: every code is recorded again at its next execution."""
+        if self._ext is not None:
+            self._ext.reset()
+        elif self._tool is not None:
+            self._seen = set()
+            self._import_seen = set()
+            if self._disable is not None:
+                sys.monitoring.restart_events()
+
+    def close(self):
+        if self._ext is not None:
+            self._ext.uninstall()
+            self._ext = None
+        if self._tool is not None:
+            monitoring = sys.monitoring
+            monitoring.set_events(self._tool, 0)
+            for event in (monitoring.events.PY_START, monitoring.events.PY_RESUME):
+                monitoring.register_callback(self._tool, event, None)
+            monitoring.free_tool_id(self._tool)
+            self._tool = None
+
+    # -- CPython 3.12+ ------------------------------------------------------
+    def _start_monitoring(self):
+        monitoring = sys.monitoring
+        self._tool = claim_tool_id()
+        if self._tool is None:
+            return False
+        # DISABLE makes each code object cost one callback per test, but
+        # re-arming it with restart_events() also re-arms what other tools
+        # disabled: with another tool active we never disable.
+        alone = all(monitoring.get_tool(t) is None for t in range(6) if t != self._tool)
+        self._disable = monitoring.DISABLE if alone else None
+        events = monitoring.events
+        for event in (events.PY_START, events.PY_RESUME):
+            monitoring.register_callback(self._tool, event, self._on_start)
+        monitoring.set_events(self._tool, events.PY_START | events.PY_RESUME)
+        self.mechanism = "sys.monitoring"
+        return True
+
+    def _on_start(self, code, offset):
+        key = id(code)
+        if key in self._seen:
+            return self._disable
+        if not self._in_repository(code):
+            return sys.monitoring.DISABLE if self._disable is not None else self._mark(key)
+        import_time, importer = classify(sys._getframe(1))  # frame 1: `code`'s
+        if import_time:
+            if key not in self._import_seen:
+                self._import_seen.add(key)
+                self._imports.append((code, importer))
+            return None
+        self._seen.add(key)
+        self._functions.append(code)
+        return self._disable
+
+    def _mark(self, key):
+        self._seen.add(key)
+        return None

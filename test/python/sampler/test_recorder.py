@@ -1,0 +1,219 @@
+"""The exact function recorder, import-time classification and file dependencies (format 2).
+
+Drives real pytest sessions and `run`-wrapped children, reads the files back
+with the package's reader, and merges them with fastci-opt end to end.
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import PYTHON, clean_env, other_pythons, recorded, run_inner_pytest, write
+
+ROOT = Path(__file__).resolve().parents[3]
+FASTCI_OPT = Path(os.environ.get("FASTCI_BUILD_DIR", ROOT / "build")) / "bin" / "fastci-opt"
+
+PACKAGE = {
+    "pkg/__init__.py": "",
+    "pkg/registry.py": """
+        REGISTRY = {}
+
+        def register(name):
+            def deco(f):
+                REGISTRY[name] = f
+                return f
+            return deco
+
+        def env(name, default):
+            return default
+    """,
+    "pkg/model.py": """
+        import json
+        import os
+
+        from pkg.registry import env, register
+
+        DEFAULTS = env("MODEL_DEFAULTS", 3)
+
+        class Config:
+            width = env("WIDTH", 8)
+
+            def scaled(self, k):
+                return self.width * k
+
+        @register("linear")
+        def linear(x):
+            return x + 1
+
+        def load(path):
+            with open(path) as f:
+                return json.load(f)
+
+        def unused():
+            return 0
+    """,
+    "pkg/lazy.py": """
+        from pkg.registry import env
+
+        LEVEL = env("LEVEL", 1)
+
+        def level():
+            return LEVEL
+    """,
+    "configs/train.yaml": "lr: 0.1\n",
+    "configs/child.yaml": "k: 1\n",
+    "data/golden.json": "[1, 2, 3]\n",
+    "tests/test_model.py": """
+        import os
+        import subprocess
+        import sys
+
+        from pkg import model
+
+        HERE = os.path.dirname(os.path.abspath(__file__))
+
+        def test_reads_config():
+            with open(os.path.join(HERE, "..", "configs", "train.yaml")) as f:
+                assert f.read().startswith("lr")
+            assert model.load(os.path.join(HERE, "..", "data", "golden.json")) == [1, 2, 3]
+            # writing is not a dependency, nor reading Python sources
+            with open(os.path.join(HERE, "..", "out.txt"), "w") as f:
+                f.write("x")
+            with open(__file__) as f:
+                f.read()
+
+        def test_pure():
+            assert model.Config().scaled(2) == 16
+            assert model.linear(1) == 2
+
+        def test_lazy_import_and_child():
+            import pkg.lazy
+            assert pkg.lazy.level() == 1
+            code = ("import pkg.model, os; print(open(os.path.join('configs', 'child.yaml')).read())")
+            out = subprocess.run([sys.executable, "-c", code], check=True,
+                                 stdout=subprocess.PIPE, universal_newlines=True)
+            assert out.stdout.startswith("k")
+    """,
+}
+
+
+@pytest.fixture
+def repo(tmp_path):
+    for name, text in PACKAGE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        write(tmp_path / name, text)
+    subprocess.run(["git", "init", "-q", "."], cwd=str(tmp_path), check=True)
+    subprocess.run(["git", "add", "-A"], cwd=str(tmp_path), check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"],
+                   cwd=str(tmp_path), check=True)
+    return tmp_path
+
+
+def run_suite(repo, out, **env):
+    proc = run_inner_pytest(repo, "--fastci-trace-out", str(out), "tests",
+                            env=clean_env(PYTHONPATH=os.pathsep.join(
+                                [clean_env()["PYTHONPATH"], str(repo)]), **env))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return recorded(out)
+
+
+def test_reads_functions_and_import_time(repo):
+    found = run_suite(repo, repo / "ev")
+    reads = found["tests/test_model.py::test_reads_config"]
+    assert reads["reads"] == {"configs/train.yaml", "data/golden.json"}
+    assert {"test_reads_config", "load"} <= reads["functions"]
+    pure = found["tests/test_model.py::test_pure"]
+    assert pure["reads"] == set()
+    assert pure["functions"] == {"test_pure", "Config.scaled", "linear"}
+    assert pure["coverage"] == {"exact"}
+    # module bodies, class bodies, decorators and what module bodies call run
+    # at import time: during collection, not in any test
+    collection = found["<collection>"]
+    assert {"<module>", "Config", "env", "register", "register.<locals>.deco"} \
+        <= collection["import_functions"]
+    assert "unused" not in collection["import_functions"] | pure["functions"]
+    lazy = found["tests/test_model.py::test_lazy_import_and_child"]
+    # the lazy import in the test and the child's imports are import-time;
+    # the child's read of a config and its imports are the test's
+    assert {"<module>", "env"} <= lazy["import_functions"]
+    assert "env" not in lazy["functions"]
+    assert {"test_lazy_import_and_child", "level"} <= lazy["functions"]
+    assert {"pkg/lazy.py", "pkg/model.py", "pkg/registry.py", "pkg/__init__.py"} <= lazy["imports"]
+    assert "configs/child.yaml" in lazy["reads"]
+
+
+def test_identical_evidence_in_two_runs(repo):
+    """Function sets do not depend on timing: two runs give the same entity lines."""
+    first = run_suite(repo, repo / "a")
+    second = run_suite(repo, repo / "b")
+    strip = {t: {k: v for k, v in e.items()} for t, e in first.items()}
+    assert strip == second
+
+
+def test_recorder_off_says_sampled(repo):
+    found = run_suite(repo, repo / "ev", FASTCI_TRACE_RECORDER="off")
+    assert all(e["coverage"] == {"sampled"} for e in found.values()), found
+    assert all(not e["functions"] for e in found.values())
+
+
+@pytest.mark.skipif(not FASTCI_OPT.exists(), reason="fastci-opt not built")
+def test_merge_evidence_end_to_end(repo):
+    run_suite(repo, repo / "ev")
+    module = repo / "repo.fir"
+    subprocess.run([str(FASTCI_OPT), "--parse-python=root=%s" % repo, "-o", str(module)],
+                   check=True)
+    merged = subprocess.run([str(FASTCI_OPT), str(module),
+                             "--pass-pipeline=merge-evidence{dir=%s}" % (repo / "ev")],
+                            check=True, stdout=subprocess.PIPE, universal_newlines=True).stdout
+    records = {line.split('"')[1]: line for line in merged.splitlines()
+               if line.startswith("evidence ")}
+    assert 'reads = ["configs/train.yaml", "data/golden.json"]' in \
+        records["tests/test_model.py::test_reads_config"]
+    assert "reads" not in records["tests/test_model.py::test_pure"]
+    assert 'functions = [@"pkg.model.Config.scaled", @"pkg.model.linear", ' \
+        '@"tests.test_model.test_pure"]' in records["tests/test_model.py::test_pure"]
+    assert 'coverage = "exact"' in records["tests/test_model.py::test_pure"]
+    header = merged.splitlines()[0]
+    assert 'evidence_python = "%s"' % PYTHON in header
+    # what a module body calls is attributed to that (innermost importing) module
+    assert ('pkg.model = [@"pkg.model", @"pkg.model.Config", @"pkg.registry.env", '
+            '@"pkg.registry.register", @"pkg.registry.register.<locals>.deco"]') in header
+    assert 'pkg.lazy = [@"pkg.lazy", @"pkg.registry.env"]' in header
+
+
+@pytest.mark.parametrize("python", other_pythons() or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no other CPython 3.9+ interpreters installed"))])
+def test_children_on_other_versions(tmp_path, python):
+    """3.12+ records with sys.monitoring; older ones without an extension built for
+    them fall back to sampling and say so (the extension is built for the build's
+    interpreter only, and another version never loads it)."""
+    write(tmp_path / "job.py", """
+        class Trainer:
+            def step(self):
+                return helper()
+
+        def helper():
+            return 1
+
+        def gen():
+            yield helper()
+
+        Trainer().step()
+        list(gen())
+    """)
+    cmd = [PYTHON, "-m", "fastci.trace", "run", "--test-id", "v", "--out", str(tmp_path / "o"),
+           "--", python, "job.py"]
+    subprocess.run(cmd, cwd=str(tmp_path), env=clean_env(), check=True)
+    entry = recorded(tmp_path / "o")["v"]
+    version = tuple(map(int, os.path.basename(python)[len("python"):].split(".")))
+    if version >= (3, 12):
+        assert entry["coverage"] == {"exact"}
+        # the script's own body runs as __main__, at test time, not as an
+        # import (merge-evidence files module code with import_functions);
+        # the class body is import-time
+        assert entry["functions"] == {"<module>", "Trainer.step", "helper", "gen"}, entry
+        assert entry["import_functions"] == {"Trainer"}, entry
+    else:
+        assert entry["coverage"] == {"sampled"}
