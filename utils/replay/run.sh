@@ -25,6 +25,9 @@ export PYTHONPATH="$ROOT/python:$ROOT/utils/replay${PYTHONPATH:+:$PYTHONPATH}"
 # on lines whose covering tests take at most 20 s.
 COMMON=(--commits 30 --refresh-every 10 --validate-every 10 --mutants 3 --mutant-budget 20
         --fastci-opt "$FASTCI_OPT")
+# REPLAY_ARGS: more replay options, e.g. "--trace-pr-runs --nights 100".
+read -r -a EXTRA <<<"${REPLAY_ARGS:-}"
+COMMON+=("${EXTRA[@]}")
 truth() { [ -n "${TRUTH:-}" ] && echo "--truth=$TRUTH/$1"; }
 
 # accelerate v0.16.0's last 30 merges. Tests needing transformers/datasets/

@@ -275,7 +275,8 @@ class Replay:
         return {"schema": STATE_SCHEMA, "repo": self.repo, "commits": shas,
                 "command": self.command, "refresh_every": self.args.refresh_every,
                 "mutants": self.args.mutants, "env": sorted(self.args.env),
-                "truth": self.args.truth and os.path.abspath(self.args.truth)}
+                "truth": self.args.truth and os.path.abspath(self.args.truth),
+                "trace_pr_runs": self.args.trace_pr_runs}
 
     # -- FastCI --------------------------------------------------------------
 
@@ -287,14 +288,14 @@ class Replay:
         env["FASTCI_OPT"] = self.fastci_opt
         return env
 
-    def fastci(self, index, subcommand, *args):
+    def fastci(self, index, subcommand, *args, extra_env=None):
         """Runs `fastci SUBCOMMAND ARGS` in the checkout, logged; returns its
         wall time. Failing is a replay error naming the log."""
         argv = [sys.executable, "-m", "fastci.cli", subcommand, *args]
         began = time.monotonic()
         log_path = os.path.join(self.suite.logs, "%03d-%s.log" % (index, subcommand))
         with open(log_path, "w") as log:
-            proc = subprocess.Popen(argv, cwd=self.repo, env=self.fastci_env(), stdout=log,
+            proc = subprocess.Popen(argv, cwd=self.repo, env=dict(self.fastci_env(), **(extra_env or {})), stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 status = proc.wait()
@@ -307,17 +308,41 @@ class Replay:
                 subcommand, self.shas[index][:12], status, log_path))
         return time.monotonic() - began
 
-    def collect(self, index, previous_dir):
+    def collect(self, index, previous_dir, only=None, known=()):
         """`fastci collect` at the checked-out commit into a new evidence
-        directory holding the previous nights too (the team's one folder)."""
+        directory holding the previous nights too (the team's one folder).
+        With `only`, just those tests run (a PR run under `--trace`): the
+        replay's plugin deselects the others."""
         out = os.path.join(self.state, "evidence-%03d" % index)
         shutil.rmtree(out, ignore_errors=True)
         if previous_dir and os.path.isdir(os.path.join(self.state, previous_dir)):
             shutil.copytree(os.path.join(self.state, previous_dir), out)
+        command, extra = self.command, {}
+        if only is not None:
+            spec = os.path.join(self.state, "pr-run.json")
+            write_json(spec, {"run": sorted(only), "known": sorted(known)})
+            extra[linetrace.ENV_RUN] = spec
+            start = self.suite.start
+            command = command[:start] + ["-p", "fastci.replay.linetrace"] + command[start:]
         seconds = self.fastci(index, "collect", "--out", out, "--repo", self.repo, "--keep-going",
                               *(["--nights", str(self.args.nights)] if self.args.nights else []),
-                              "--", *self.command)
+                              "--", *command, extra_env=extra)
         return os.path.basename(out), seconds
+
+    def refresh_after(self, index, refresh, record, timings):
+        """The evidence the next commit plans with: a nightly collect every
+        --refresh-every commits; with --trace-pr-runs, otherwise the
+        evidence of this commit's FastCI plan run under the sampler."""
+        last = index == len(self.shas) - 1
+        if self.args.refresh_every and index % self.args.refresh_every == 0 and not last:
+            evidence, timings["collect"] = self.collect(index, refresh["evidence"])
+            return {"index": index, "evidence": evidence}
+        if self.args.trace_pr_runs and not last and record["selected"]["fastci"]:
+            evidence, timings["pr_trace"] = self.collect(
+                index, refresh["evidence"], only=record["selected"]["fastci"],
+                known=record["durations"])
+            return dict(refresh, evidence=evidence, pr_traced=index)
+        return refresh
 
     def plan(self, index, evidence):
         plan_path = os.path.join(self.state, "plan-%03d.json" % index)
@@ -522,7 +547,11 @@ class Replay:
         config_path = os.path.join(self.state, "config.json")
         config = self.config(shas)
         if os.path.exists(config_path):
-            if read_json(config_path) != config:
+            stored = read_json(config_path)
+            # Options added since the state was written had their defaults.
+            stored.setdefault("truth", None)
+            stored.setdefault("trace_pr_runs", False)
+            if stored != config:
                 raise ReplayError("state directory '%s' belongs to another replay (repository, "
                                   "window, command or options differ); use a new --state" % args.state)
         else:
@@ -583,10 +612,12 @@ class Replay:
             record, coverage = self.replay_commit(index, coverage, refresh)
             write_json(os.path.join(self.state, "commit-%03d.json" % index), record)
             timings = {}
-            if args.refresh_every and index % args.refresh_every == 0 and index < len(shas) - 1:
-                evidence, timings["collect"] = self.collect(index, refresh["evidence"])
-                refresh = {"index": index, "evidence": evidence,
-                           "files": {t: sorted(f) for t, f in coverage.own.items()}}
+            new_refresh = self.refresh_after(index, refresh, record, timings)
+            if new_refresh["index"] != refresh["index"]:
+                new_refresh["files"] = {t: sorted(f) for t, f in coverage.own.items()}
+            else:
+                new_refresh["files"] = refresh["files"]
+            refresh = new_refresh
             self.checkpoint(index, coverage, refresh, timings)
             sel = record["selected"]
             note("commit %d/%d %s: %d changed, %d rerun, %d affected, %d mutants; fastci %d, "
@@ -639,9 +670,7 @@ class Replay:
             record["rescored"] = True
             write_json(os.path.join(self.state, "commit-%03d.json" % index), record)
             timings = {}
-            if args.refresh_every and index % args.refresh_every == 0 and index < len(shas) - 1:
-                evidence, timings["collect"] = self.collect(index, refresh["evidence"])
-                refresh = {"index": index, "evidence": evidence, "files": {}}
+            refresh = dict(self.refresh_after(index, refresh, record, timings), files={})
             ckpt = self.checkpoint(index, None, refresh, timings)
             note("commit %d/%d %s: fastci %d tests, oracle %d (%.0fs)" % (
                 index, len(shas) - 1, truth["sha"][:10], len(record["selected"]["fastci"]),
@@ -830,6 +859,9 @@ def add_arguments(parser):
     parser.add_argument("--refresh-every", type=int, default=10,
                         help="re-collect FastCI's evidence every K commits, as a nightly job "
                              "(default 10; 0: only at the base)")
+    parser.add_argument("--trace-pr-runs", action="store_true",
+                        help="between nightly refreshes, add the evidence of each commit's "
+                             "FastCI plan run under the sampler (fastci run --trace in CI)")
     parser.add_argument("--nights", type=int, default=0,
                         help="--nights passed to fastci collect (default: its own)")
     parser.add_argument("--mutants", type=int, default=3, help="mutants per commit (default 3)")

@@ -137,6 +137,15 @@ def test_rescore_fastci_on_finished_truth(finished, tmp_path):
         assert new_rows[name] == old_rows[name]
     r = records(copy)
     assert sorted(r) == [1, 2, 3, 4, 5] and all(x["rescored"] for x in r.values())
+    # PR runs under the sampler: after commit 1 only FastCI's plan (the
+    # clamp test) runs, and its evidence joins the folder for commit 2 on.
+    pr = str(tmp_path / "pr")
+    traced = replay(repo, pr, "--commits", "5", "--validate-every", "2", "--refresh-every", "3",
+                    "--truth", state, "--trace-pr-runs", "--nights", "100")
+    assert traced.returncode == 0, traced.stderr
+    with open(os.path.join(pr, "logs", "001-collect.log")) as f:
+        assert "1 passed, 4 deselected" in f.read()
+    assert records(pr)[1]["selected"]["fastci"] == ["tests/test_ops.py::test_clamp"]
     # A truth of another window is refused.
     other = replay(repo, str(tmp_path / "other"), "--commits", "4", "--truth", state)
     assert other.returncode == 2 and "another window" in other.stderr
