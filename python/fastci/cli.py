@@ -686,6 +686,15 @@ def make_parser() -> argparse.ArgumentParser:
     audit.add_argument("--allow-unknown", action="store_true",
                        help="ignore results of tests the plan does not name")
     audit.set_defaults(func=cmd_audit)
+
+    # `fastci replay` belongs to fastci.replay (docs/Evaluation.md); this
+    # block only hands its arguments over.
+    from fastci.replay import harness as replay_harness
+    replay = sub.add_parser(
+        "replay", help="score FastCI and baselines on a repository's history",
+        description=replay_harness.__doc__.split("\n\n")[0])
+    replay_harness.add_arguments(replay)
+    replay.set_defaults(func=replay_harness.run_args)
     return parser
 
 

@@ -23,7 +23,7 @@ import time
 
 from . import report, strategies, suite, workspace
 from .fastci import FastCIOpt, attr, number, tests_by_name
-from .linetrace import IMPORT_TEST_ID, read_line_traces
+from fastci.replay.linetrace import IMPORT_TEST_ID, read_line_traces
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_WORKLOAD = os.path.join(REPO_ROOT, "test", "workloads", "minitron")

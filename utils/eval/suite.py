@@ -61,9 +61,9 @@ def run_unit_suite(tree, workdir, evidence_dir=None, linetrace_dir=None, paths=N
     if evidence_dir:
         cmd[3:3] = ["-p", "fastci.trace.pytest_plugin", "--fastci-trace-out", evidence_dir]
     if linetrace_dir:
-        cmd[3:3] = ["-p", "eval.linetrace"]
-        env["EVAL_LINETRACE_OUT"] = linetrace_dir
-        env["EVAL_LINETRACE_ROOT"] = tree
+        cmd[3:3] = ["-p", "fastci.replay.linetrace"]
+        env["FASTCI_LINETRACE_OUT"] = linetrace_dir
+        env["FASTCI_LINETRACE_ROOT"] = tree
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=3600)
     if not os.path.exists(junit):
         raise RuntimeError("unit suite did not run (exit %d):\n%s" % (

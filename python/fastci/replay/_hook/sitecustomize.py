@@ -1,28 +1,31 @@
-"""Start-up hook of the evaluation's line tracer (see eval/linetrace.py).
+"""Start-up hook of the replay's line tracer (see fastci/replay/linetrace.py).
 
 The linetrace pytest plugin puts this directory on PYTHONPATH so that child
-interpreters of a traced test (spawned ranks) trace themselves too. Other
-directories may shadow `sitecustomize` as well (fastci_trace's hook, which
-runs the next one it finds, and Debian's): we run the next one that has not
-run yet, so each runs exactly once whatever the order.
+interpreters of a traced test (spawned ranks, subprocesses, launchers) trace
+themselves too. Other directories may shadow `sitecustomize` as well
+(fastci.trace's hook, which runs the next one it finds, and Debian's): we run
+the next one that has not run yet, so each runs exactly once whatever the
+order.
 """
 
 
 def _start():
     import os
     import sys
-    if not os.environ.get("EVAL_LINETRACE_TEST_ID") or hasattr(sys, "_eval_linetrace_started"):
+    if not os.environ.get("FASTCI_LINETRACE_TEST_ID") or hasattr(sys, "_fastci_linetrace_started"):
         return
-    sys._eval_linetrace_started = True
+    sys._fastci_linetrace_started = True
     try:
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        # python/ (the directory holding the fastci package), three levels up.
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(here))))
         try:
-            from eval import linetrace
+            from fastci.replay import linetrace
         finally:
             sys.path.pop(0)
         linetrace.start_child_from_env()
     except Exception as e:
-        sys.stderr.write("eval.linetrace: cannot start tracing: %s: %s\n" % (type(e).__name__, e))
+        sys.stderr.write("fastci.replay.linetrace: cannot start tracing: %s: %s\n" % (type(e).__name__, e))
 
 
 def _run_next_sitecustomize():

@@ -1,0 +1,78 @@
+#!/bin/bash
+# Replays the two real repositories utils/replay/setup.sh prepared and
+# prints one table per repository (docs/Evaluation.md, "fastci replay").
+#
+#   utils/replay/run.sh [DIR] [STATE]      # defaults: build/replay, DIR/state
+#   TRUTH=OLDSTATE utils/replay/run.sh [DIR] [STATE]
+#
+# Both replays run side by side (nice'd); each is resumable: rerun the same
+# command after an interruption. FASTCI_OPT (default build/bin/fastci-opt)
+# names the fastci-opt under test. With TRUTH, only FastCI is re-scored
+# (collect + plan at the same commits) on the ground truth and baselines of
+# the finished replays in OLDSTATE (`fastci replay --truth`): what to run
+# after changing FastCI, in a fraction of the time.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DIR=$(cd "${1:-$ROOT/build/replay}" && pwd)
+STATE=${2:-$DIR/state}
+FASTCI_OPT=${FASTCI_OPT:-$ROOT/build/bin/fastci-opt}
+mkdir -p "$STATE"
+export PYTHONPATH="$ROOT/python:$ROOT/utils/replay${PYTHONPATH:+:$PYTHONPATH}"
+
+# Replay options shared by both: 30 commits, evidence refreshed every 10,
+# a full-run check of the incremental truth every 10, 3 mutants per commit
+# on lines whose covering tests take at most 20 s.
+COMMON=(--commits 30 --refresh-every 10 --validate-every 10 --mutants 3 --mutant-budget 20
+        --fastci-opt "$FASTCI_OPT")
+# REPLAY_ARGS: more replay options, e.g. "--trace-pr-runs --nights 100".
+read -r -a EXTRA <<<"${REPLAY_ARGS:-}"
+COMMON+=("${EXTRA[@]}")
+truth() { [ -n "${TRUTH:-}" ] && echo "--truth=$TRUTH/$1"; }
+
+# accelerate v0.16.0's last 30 merges. Tests needing transformers/datasets/
+# deepspeed/sagemaker are left out, as are the TPU config tests (string
+# checks that take 1-2 s each); the `accelerate launch` and debug_launcher
+# tests start real multi-process runs.
+run_accelerate() {
+  PATH="$DIR/venv-accelerate/bin:$PATH" nice -n 10 /usr/bin/python3 -m fastci.cli replay \
+    --repo "$DIR/accelerate" --head 36beea9a1be9251a3ad07f7c10fd425c96954f46 \
+    --state "$STATE/accelerate" "${COMMON[@]}" $(truth accelerate) -- \
+    "$DIR/venv-accelerate/bin/python" -m pytest -q -p asyncio_compat -p no:cacheprovider \
+    "--rootdir=$DIR/accelerate" tests --ignore tests/test_examples.py --ignore tests/deepspeed \
+    --ignore tests/fsdp --ignore tests/test_big_modeling.py --ignore tests/test_sagemaker.py \
+    -k "not TpuConfigTester"
+}
+
+# ignite v0.4.13's last 30 merges: engine, base, handlers and the launcher
+# tests (a subprocess running ignite.distributed), without the tests that
+# sleep or train for more than ~5 s, need matplotlib/pandas, or torchrun.
+IGNITE_SLOW="not test_gradients_on_resume_cpu and not test_resume_random_dataloader"
+IGNITE_SLOW+=" and not spawn_n_procs and not spawn_multinode and not test_time_stored_in_state"
+IGNITE_SLOW+=" and not test_terminate_on_time_limit and not tcp and not FILE and not test_write_results"
+IGNITE_SLOW+=" and not test_simulate_and_plot_values and not test_distrib_gloo_cpu_or_gpu"
+IGNITE_SLOW+=" and not test_run_check_triggered_events_on_iterator and not torch_launch"
+run_ignite() {
+  PATH="$DIR/venv-ignite/bin:$PATH" nice -n 10 /usr/bin/python3 -m fastci.cli replay \
+    --repo "$DIR/ignite" --head 50051eab5070b86811b184a5a943cb0fb8cea969 \
+    --state "$STATE/ignite" "${COMMON[@]}" $(truth ignite) -- \
+    "$DIR/venv-ignite/bin/python" -m pytest -q -p xdist_compat -p no:cacheprovider \
+    "--rootdir=$DIR/ignite" tests/ignite/engine tests/ignite/base \
+    tests/ignite/distributed/test_launcher.py tests/ignite/handlers \
+    --ignore tests/ignite/handlers/test_lr_finder.py -k "$IGNITE_SLOW"
+}
+
+began=$(date +%s)
+run_accelerate > "$STATE/accelerate.out" 2>&1 &
+a=$!
+run_ignite > "$STATE/ignite.out" 2>&1 &
+i=$!
+wait $a; rc_a=$?
+echo "accelerate replay: exit $rc_a after $(( $(date +%s) - began ))s"
+wait $i; rc_i=$?
+echo "ignite replay: exit $rc_i after $(( $(date +%s) - began ))s"
+if [ $rc_a -ne 0 ] || [ $rc_i -ne 0 ]; then
+  grep -h "error:" "$STATE/accelerate.out" "$STATE/ignite.out" >&2
+  exit 1
+fi
+/usr/bin/python3 -m fastci.cli replay --report "$STATE/accelerate" "$STATE/ignite"
