@@ -449,15 +449,35 @@ void Selector::applyStaleEvidence(const Test &test, Verdict &verdict) {
     EntityId entity = module.lookupEntity(symbol);
     bool relevant = entity != kNoEntity && staleRelevant->contains(entity);
     // Code that no longer exists under its name (deleted or moved since)
-    // is matched against what this merge request changed by name.
-    if (entity == kNoEntity)
+    // is matched against what this merge request changed by name: the old
+    // symbol a rename in this change records, or, for code that moved to
+    // another module between recording and the base, its own name (the
+    // last dotted part), which a move keeps. Without the second match a
+    // test whose recorded code moved would lose it from its evidence and be
+    // skipped when the moved code changes.
+    if (entity == kNoEntity) {
+      llvm::StringRef leaf = symbol.rsplit('.').second;
+      if (leaf.empty())
+        leaf = symbol;
+      auto sameName = [&](EntityId id) {
+        if (id == kNoEntity || id >= module.getNumEntities())
+          return false;
+        llvm::StringRef other = module.getEntity(id).symbol;
+        return other == leaf || other.ends_with(("." + leaf).str());
+      };
       relevant =
           llvm::any_of(changes.getChanges(), [&](const RelevantChange &c) {
-            return llvm::is_contained(c.oldSymbols, symbol);
+            return llvm::is_contained(c.oldSymbols, symbol) ||
+                   sameName(c.entity) || llvm::any_of(c.region, sameName);
           });
+    }
     if (!relevant)
       continue;
     verdict.offer(SelectionRule::StaleEvidence, [&] {
+      if (entity == kNoEntity)
+        return "its evidence is stale in " + quoteSymbol(symbol) +
+               ", which no longer exists under that name (renamed or moved "
+               "since recording) and is named like code this change touches";
       return "its evidence is stale in " + quoteSymbol(symbol) +
              ", which changed since recording and is (or reaches) code this "
              "change touches";
