@@ -52,7 +52,7 @@ public:
 private:
   LogicalResult classifyTests(DiagnosticEngine &diag);
   void collectPairs();
-  void appendContext(const EvidenceGraph::EntityUse &use,
+  void appendContext(TestId test, const EvidenceGraph::EntityUse &use,
                      std::string &key) const;
   bool isBetter(TestId a, TestId b) const;
   void cover();
@@ -103,9 +103,17 @@ LogicalResult Pruner::classifyTests(DiagnosticEngine &diag) {
   return success(ok);
 }
 
-void Pruner::appendContext(const EvidenceGraph::EntityUse &use,
+void Pruner::appendContext(TestId test, const EvidenceGraph::EntityUse &use,
                            std::string &key) const {
   llvm::raw_string_ostream os(key);
+  // A use known only from the exact function recorder (no sample shows its
+  // callers) has no calling context to compare: two such tests ran the
+  // code, but nothing says they ran it the same way. The key is the test's
+  // own, so it is never pruned in favour of another on this code.
+  if (use.contexts.empty()) {
+    os << 'e' << use.entity << "<unknown:t" << test << '>';
+    return;
+  }
   // Truncating longer chains to k callers can make distinct chains equal.
   std::vector<llvm::SmallVector<EntityId, 4>> chains;
   for (const EvidenceGraph::CallingContext &context : use.contexts) {
@@ -137,7 +145,7 @@ void Pruner::collectPairs() {
         if (test >= tests.size() || !tests[test].usable)
           continue;
         if (const EvidenceGraph::EntityUse *use = graph.lookup(test, entity))
-          appendContext(*use, keys[test]);
+          appendContext(test, *use, keys[test]);
       }
     }
     std::vector<std::pair<TestId, std::string>> ordered(keys.begin(),
