@@ -28,10 +28,6 @@
 
 using namespace fastci;
 using namespace fastci::python;
-using llvm::StringRef;
-
-using namespace fastci;
-using namespace fastci::python;
 using namespace fastci::python::detail;
 using llvm::StringRef;
 
