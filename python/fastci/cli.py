@@ -514,8 +514,12 @@ def traced_command(command: List[str], out_dir: str,
     `python -m fastci.trace run` as the single test `test_id`."""
     start = pytest_arguments_start(command)
     if start is not None:
+        # One word, `--fastci-collect=DIR`: pytest scans its arguments for
+        # paths before the plugin that defines the option is loaded, and a
+        # separate DIR would move the rootdir (and so every test id) to the
+        # common ancestor of DIR and the tests.
         return (command[:start] + ["-p", "fastci.trace.pytest_plugin",
-                                   "--fastci-trace-out", out_dir]
+                                   "--fastci-collect=" + out_dir]
                 + command[start:])
     return [sys.executable, "-m", "fastci.trace", "run", "--test-id", test_id,
             "--out", out_dir, "--"] + command

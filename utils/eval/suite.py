@@ -59,7 +59,7 @@ def run_unit_suite(tree, workdir, evidence_dir=None, linetrace_dir=None, paths=N
            "--junitxml", junit, *(paths or ["tests/unit"])]
     env = _python_env([UTILS, PACKAGE_ROOT])
     if evidence_dir:
-        cmd[3:3] = ["-p", "fastci.trace.pytest_plugin", "--fastci-trace-out", evidence_dir]
+        cmd[3:3] = ["-p", "fastci.trace.pytest_plugin", "--fastci-collect=" + evidence_dir]
     if linetrace_dir:
         cmd[3:3] = ["-p", "fastci.replay.linetrace"]
         env["FASTCI_LINETRACE_OUT"] = linetrace_dir
