@@ -563,6 +563,7 @@ class Replay:
             if not self.truth_records:
                 raise ReplayError("--truth '%s' has no finished commit" % args.truth)
         self.suite = Suite(self.repo, self.command, self.state, args.timeout, self.extra_env)
+        lock = self.lock_checkout()
         original = changes_mod.git(self.repo, "rev-parse", "--abbrev-ref", "HEAD").strip()
         if original == "HEAD":
             original = changes_mod.git(self.repo, "rev-parse", "HEAD").strip()
@@ -574,7 +575,32 @@ class Replay:
         finally:
             subprocess.run(["git", "-C", self.repo, "-c", "advice.detachedHead=false",
                             "checkout", "-q", original], capture_output=True)
+            os.remove(lock)
         return 0
+
+    def lock_checkout(self):
+        """One replay per checkout: a second one would check out commits
+        under the first. The lock names the holder's pid; a stale one (its
+        process gone) is taken over."""
+        git_dir = changes_mod.git(self.repo, "rev-parse", "--absolute-git-dir").strip()
+        path = os.path.join(git_dir, "fastci-replay.lock")
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                try:
+                    with open(path) as f:
+                        holder = int(f.read().strip() or 0)
+                    os.kill(holder, 0)
+                except (OSError, ValueError):
+                    os.remove(path)  # stale
+                    continue
+                raise ReplayError("another replay (pid %d) is using the checkout '%s'"
+                                  % (holder, self.args.repo))
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            return path
+        raise ReplayError("cannot lock the checkout '%s' (%s)" % (self.args.repo, path))
 
     def _run(self, shas):
         args = self.args

@@ -198,7 +198,8 @@ def test_resume_after_a_failed_commit(finished, tmp_path):
 
 
 @needs_opt
-@pytest.mark.parametrize("case", ["not-git", "window", "command", "not-pytest", "checkout"])
+@pytest.mark.parametrize("case", ["not-git", "window", "command", "not-pytest", "checkout",
+                                  "busy"])
 def test_bad_input_is_one_error_line(finished, tmp_path, case):
     repo, _, _ = finished
     state = str(tmp_path / "state")
@@ -217,13 +218,20 @@ def test_bad_input_is_one_error_line(finished, tmp_path, case):
         # Another git process's lock: every checkout fails.
         open(os.path.join(clone, ".git", "index.lock"), "w").close()
         repo = clone
+    elif case == "busy":
+        clone = str(tmp_path / "clone")
+        subprocess.run(["git", "clone", "-q", repo, clone], check=True)
+        # A live replay (this process) holds the checkout.
+        with open(os.path.join(clone, ".git", "fastci-replay.lock"), "w") as f:
+            f.write(str(os.getpid()))
+        repo = clone
     proc = replay(repo, state, *args, command=command)
     errors = [line for line in proc.stderr.splitlines() if "error" in line]
     assert proc.returncode == 2, proc.stderr
     assert len(errors) == 1 and errors[0].startswith("fastci replay: error: "), proc.stderr
     expected = {"not-git": "is not a git repository", "window": "larger than the history",
                 "command": "cannot start", "not-pytest": "must run pytest",
-                "checkout": "cannot check out"}[case]
+                "checkout": "cannot check out", "busy": "another replay"}[case]
     assert expected in errors[0]
     # Nothing is reported for a replay that did not finish a commit.
     assert "strategy" not in proc.stdout
