@@ -147,6 +147,10 @@ private:
   std::vector<EvidenceState> states;
   /// Tests whose stale evidence names a symbol (code since changed).
   llvm::StringMap<std::vector<TestId>> staleUsers;
+  /// The stale symbols that name no entity at head (code deleted, renamed or
+  /// moved since recording), by their own name (last dotted part): code that
+  /// moved to another module keeps it.
+  llvm::StringMap<std::vector<std::string>> vanishedByName;
   std::vector<std::string> unreached;
   /// Static reach of each change (by its position in the ChangeSet), found
   /// once for the rules that need it.
@@ -204,6 +208,15 @@ LogicalResult Selector::readEvidenceStates() {
       if (!llvm::is_contained(staleUsers[symbol], test.index))
         staleUsers[symbol].push_back(test.index);
   }
+  for (const auto &entry : staleUsers) {
+    llvm::StringRef symbol = entry.getKey();
+    if (module.lookupEntity(symbol) != kNoEntity)
+      continue;
+    llvm::StringRef name = symbol.rsplit('.').second;
+    vanishedByName[name.empty() ? symbol : name].push_back(symbol.str());
+  }
+  for (auto &entry : vanishedByName)
+    llvm::sort(entry.getValue());
   return success(ok);
 }
 
@@ -561,6 +574,26 @@ void Selector::applyChange(const RelevantChange &change) {
                stringifyChangeKind(record.kind).str() + " (stale evidence)";
       });
     }
+  }
+  // Code that moved to another module between recording and the base is
+  // named by neither its symbol nor this change's old symbols; it keeps its
+  // own name. Without this, a test whose evidence ran the code before the
+  // move is skipped when the moved code changes.
+  if (change.entity != kNoEntity) {
+    llvm::StringRef name = record.symbol.rsplit('.').second;
+    auto it = vanishedByName.find(name.empty() ? record.symbol : name);
+    if (it != vanishedByName.end())
+      for (const std::string &symbol : it->second)
+        for (TestId test : staleUsers.find(symbol)->second) {
+          if (!executing.insert(test).second)
+            continue;
+          verdicts[test].offer(SelectionRule::StaleEvidence, [&] {
+            return "its evidence ran " + quoteSymbol(symbol) +
+                   ", which no longer exists under that name (moved or "
+                   "renamed since recording) and is named like changed " +
+                   changed;
+          });
+        }
   }
   if (!executing.empty())
     reached = true;
