@@ -14,23 +14,33 @@ using namespace fastci;
 using namespace fastci::detail;
 using llvm::StringRef;
 
+/// A pending change of \p kind describing entity \p id of \p index, in
+/// \p file before and \p fileAfter after the change.
+static PendingChange describe(ChangeKind kind, const FileIndex &index,
+                              EntityId id, StringRef file,
+                              StringRef fileAfter) {
+  const Entity &entity = index.get(id);
+  PendingChange change;
+  change.kind = kind;
+  change.entityKind = entity.kind;
+  change.symbol = entity.symbol.str();
+  change.file = file.str();
+  change.fileAfter = fileAfter.str();
+  change.qualName = index.getQualName(id).str();
+  change.parentQualName = getParentQualName(change.qualName).str();
+  change.hash = entity.contentHash;
+  return change;
+}
+
 PendingChange &ChangeMapper::Impl::addNew(ChangeKind kind,
                                           const FileIndex &index, EntityId id,
                                           StringRef path) {
   auto [it, inserted] = pendingByEntity.try_emplace(id, pending.size());
   if (!inserted)
     return pending[it->second];
-  const Entity &entity = index.get(id);
-  PendingChange &change = pending.emplace_back();
-  change.kind = kind;
+  PendingChange &change =
+      pending.emplace_back(describe(kind, index, id, path, path));
   change.entity = id;
-  change.entityKind = entity.kind;
-  change.symbol = entity.symbol.str();
-  change.file = path.str();
-  change.fileAfter = path.str();
-  change.qualName = index.getQualName(id).str();
-  change.parentQualName = getParentQualName(change.qualName).str();
-  change.hash = entity.contentHash;
   return change;
 }
 
@@ -38,17 +48,9 @@ PendingChange &ChangeMapper::Impl::addOld(ChangeKind kind,
                                           const FileIndex &index, EntityId id,
                                           StringRef oldPath,
                                           StringRef newPath) {
-  const Entity &entity = index.get(id);
-  PendingChange &change = pending.emplace_back();
-  change.kind = kind;
+  PendingChange &change =
+      pending.emplace_back(describe(kind, index, id, oldPath, newPath));
   change.oldEntity = id;
-  change.entityKind = entity.kind;
-  change.symbol = entity.symbol.str();
-  change.file = oldPath.str();
-  change.fileAfter = newPath.str();
-  change.qualName = index.getQualName(id).str();
-  change.parentQualName = getParentQualName(change.qualName).str();
-  change.hash = entity.contentHash;
   return change;
 }
 
