@@ -103,10 +103,17 @@ TEST(RiskTest, ChangeSharesCountExactFunctions) {
   };
   exact(t0, {"m.f", "m.h"});
   exact(t1, {"m.h"});
+  // t2 ran `m.old.f`, since moved (stale under its old symbol), and h: the
+  // moved code is named like changed f.
+  TestId t2 = module.addTest("t2");
+  exact(t2, {"m.h"});
+  module.getTest(t2).attrs.set(evidence::attr::kStaleEntities,
+                               Attribute::getStringList(std::vector<std::string>{"m.old.f"}));
   std::vector<std::optional<double>> shares =
       computeChangeShares(module, EvidenceGraph(module, 3));
   EXPECT_DOUBLE_EQ(*shares[0], 0.5);
   EXPECT_DOUBLE_EQ(*shares[1], 0);
+  EXPECT_DOUBLE_EQ(*shares[2], 0.5);
 }
 
 TEST(RiskTest, FailureProbability) {
