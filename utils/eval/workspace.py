@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import tempfile
 
+from fastci.replay.changes import code_lines
+
 HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -90,18 +92,48 @@ class ScratchRepo:
         """{path: set(old-side lines)} the diff base..head touches.
 
         Removed or replaced lines count as themselves; a pure insertion after
-        old line p touches p and p + 1, the code it lands between."""
+        old line p touches p and p + 1, the code it lands between. A hunk
+        whose removed and added lines hold no code (blank, comment-only and
+        docstring lines, as the replay harness's ground truth has it:
+        fastci.replay.changes.code_lines) touches nothing: it cannot change
+        behaviour."""
         out = self.git("diff", "--no-ext-diff", "--no-renames", "-U0", base, head)
-        changed, path = {}, None
+        changed, path, old_path = {}, None, None
+        code = {}
+
+        def code_of(revision, name):
+            """Code lines of `name` at `revision`: none for an absent side,
+            None (any line may be code) for other files and Python that
+            does not tokenize."""
+            if name is None:
+                return set()
+            if not name.endswith(".py"):
+                return None
+            if (revision, name) not in code:
+                proc = subprocess.run(["git", "show", "%s:%s" % (revision, name)], cwd=self.path,
+                                      capture_output=True, text=True)
+                code[(revision, name)] = code_lines(proc.stdout) if proc.returncode == 0 else set()
+            return code[(revision, name)]
+
         for line in out.splitlines():
             if line.startswith("--- "):
-                path = line[6:] if line.startswith("--- a/") else None
-            elif line.startswith("+++ ") and path is None and line.startswith("+++ b/"):
-                path = line[6:]  # an added file: nothing old to touch, but record it
-                changed.setdefault(path, set())
+                path = old_path = line[6:] if line.startswith("--- a/") else None
+                new_path = None
+            elif line.startswith("+++ "):
+                new_path = line[6:] if line.startswith("+++ b/") else None
+                if path is None and new_path is not None:
+                    path = new_path  # an added file: nothing old to touch, but record it
+                    changed.setdefault(path, set())
             match = HUNK.match(line)
             if match and path is not None:
                 start, count = int(match.group(1)), int(match.group(2) or "1")
+                new_start, new_count = int(match.group(3)), int(match.group(4) or "1")
+                old_code, new_code = code_of(base, old_path), code_of(head, new_path)
+                if (old_code is not None and new_code is not None
+                        and not old_code & set(range(start, start + count))
+                        and not new_code & set(range(new_start, new_start + new_count))):
+                    changed.setdefault(path, set())
+                    continue
                 lines = changed.setdefault(path, set())
                 if count:
                     lines.update(range(start, start + count))

@@ -78,3 +78,31 @@ def test_changed_lines_and_line_map(tmp_path):
         assert [back(n) for n in (1, 3, 6, 7, 8, 11)] == [1, None, 6, None, 7, 10]
     finally:
         repo.cleanup()
+
+
+def test_changed_lines_ignore_hunks_without_code(tmp_path):
+    """A comment, blank line or docstring added or removed cannot change
+    behaviour: such a hunk touches no line (the demo's mr01 and mr17), while
+    code inserted in the same file still touches its neighbours."""
+    workload = tmp_path / "w"
+    (workload / "history").mkdir(parents=True)
+    old = ["def f(x):\n", "    y = x + 1\n", "    return y\n", "\n", "def g():\n",
+           "    # old comment\n", "    return 2\n"]
+    (workload / "f.py").write_text("".join(old))
+    new = list(old)
+    new[5] = "    # reworded comment\n"               # comment replaced
+    new.insert(5, "    \"\"\"Two.\"\"\"\n")            # docstring added to g
+    new.insert(3, "\n")                               # blank line added
+    new.insert(2, "    y = y * 2\n")                  # code inserted in f
+    (tmp_path / "new.py").write_text("".join(new))
+    diff = subprocess.run(["git", "diff", "--no-index", "--", str(workload / "f.py"),
+                           str(tmp_path / "new.py")], capture_output=True, text=True).stdout
+    patch = workload / "history" / "p.patch"
+    patch.write_text("--- a/f.py\n+++ b/f.py\n" + diff.split("+++ ", 1)[1].split("\n", 1)[1])
+    repo = workspace.ScratchRepo(str(workload), str(tmp_path))
+    try:
+        base = repo.head()
+        head = repo.apply_mr({"id": "m", "patch": "p.patch", "merged": True})
+        assert repo.changed_lines(base, head) == {"f.py": {2, 3}}
+    finally:
+        repo.cleanup()
