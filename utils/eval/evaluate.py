@@ -243,6 +243,12 @@ class Replay:
     def nightly(self):
         log("nightly run on main (unit suite + %d e2e jobs)" % len(self.e2e_ids))
         run = Nightly(self.repo, self.work, len(self.nightlies), self.e2e_ids, self.opts.unit)
+        # As `fastci collect` does: the parsed tree of the night's revision
+        # beside its evidence, so later MRs map its frames by that
+        # revision's lines and see which code changed since (docs/Evidence.md).
+        self.opt.run("parse-python{root=%s,jobs=%d}" % (self.repo.path, self.opts.jobs),
+                     output=os.path.join(run.evidence, "snapshot-%s.fir" % run.revision),
+                     emit="fir")
         self.nightlies.append(run)
         self.records += nightly_records(run, self.clock)
 
