@@ -2,10 +2,10 @@
 //
 // `fastci-default` is the pipeline CI scripts run on a merge request: import
 // the repository, its CI jobs, their history and runtime evidence, map the
-// diff onto changed code, select and prune tests, lower their workloads,
-// score and schedule what remains, and (with plan-out=) write the plan. Each
-// stage is an ordinary registered pass with ordinary options; this file only
-// decides their order and forwards the pipeline's options, so
+// diff onto changed code, select and prune tests, score their risk, lower
+// their workloads, schedule what remains, and (with plan-out=) write the plan.
+// Each stage is an ordinary registered pass with ordinary options; this file
+// only decides their order and forwards the pipeline's options, so
 // `--dump-pass-pipeline` shows the exact pass pipeline a user can take over
 // and edit. It is the one definition of the standard pipeline: `fastci plan`
 // and the evaluation harness (utils/eval) expand it rather than list passes;
