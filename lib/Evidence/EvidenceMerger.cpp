@@ -328,10 +328,13 @@ TestId Merger::getTest(const EvidenceFile &file, llvm::StringRef path) {
 
 EvidenceState Merger::classify(const EvidenceFile &file,
                                const FrameResolver &resolver) const {
-  if (!resolver.usesSnapshot())
-    return !currentRevision.empty() && file.header.revision == currentRevision
-               ? EvidenceState::Fresh
-               : EvidenceState::Unverified;
+  if (!resolver.usesSnapshot()) {
+    if (!currentRevision.empty() && file.header.revision == currentRevision)
+      return EvidenceState::Fresh;
+    // Checked by name: code the file no longer has is known stale.
+    return file.staleSymbols.empty() ? EvidenceState::Unverified
+                                     : EvidenceState::Stale;
+  }
   return file.staleSamples || !file.staleSymbols.empty() ? EvidenceState::Stale
                                                          : EvidenceState::Fresh;
 }
@@ -665,6 +668,7 @@ LogicalResult fastci::mergeEvidence(Module &module,
 
   LineIndex currentIndex(module);
   FrameResolver direct(module, currentIndex);
+  FrameResolver byName(module, currentIndex, /*verifyNames=*/true);
   std::string currentRevision =
       module.getAttrs().get(ir::attr::kRevision).asString().value_or("").str();
   // The snapshot of a revision; an unversioned snapshot stands for every
@@ -682,7 +686,7 @@ LogicalResult fastci::mergeEvidence(Module &module,
       return direct;
     if (const FrameResolver *resolver = byRevision.lookup(revision))
       return *resolver;
-    return fallback ? *fallback : direct;
+    return fallback ? *fallback : byName;
   };
   std::string root = options.root;
   if (root.empty())
