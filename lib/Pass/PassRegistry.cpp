@@ -74,8 +74,9 @@ public:
   LogicalResult addToPipeline(PassManager &pm, const PipelineElement &element,
                               DiagnosticEngine &diag) const override {
     std::unique_ptr<PassOptions> options = makeOptions();
-    if (failed(element.applyTo(*options,
-                               "pipeline '" + getArgument().str() + "'", diag)))
+    if (failed(element.applyTo(
+            *options, "pipeline '" + getArgument().str() + "'", diag)) ||
+        failed(options->verify(diag, element.nameLoc)))
       return failure();
     PassManager expansion;
     builder(expansion, *options);

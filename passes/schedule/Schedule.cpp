@@ -178,7 +178,8 @@ SchedulePass::order(llvm::ArrayRef<TestId> retained) {
 void SchedulePass::runOnModule() {
   Module &module = getModule();
   for (Test &test : module.getTests())
-    for (llvm::StringRef key : {"rank", "runner", "start", "end"})
+    for (llvm::StringRef key : {schedule::attr::kRank, schedule::attr::kRunner,
+                                schedule::attr::kStart, schedule::attr::kEnd})
       test.attrs.erase(key);
 
   std::vector<TestId> retained = getRetainedTests(module);

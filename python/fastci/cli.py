@@ -14,6 +14,8 @@ a failure (`audit`) or a tool it ran failed; 2 bad usage or bad input; 3 the
 plan names tests pytest cannot collect (`run`, when no test failed).
 """
 
+from __future__ import annotations
+
 import argparse
 import datetime
 import json
@@ -26,6 +28,8 @@ import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
 from typing import Any, Dict, List, NoReturn, Optional, Tuple
+
+from fastci import attrs as attr
 
 PLAN_SCHEMA = "fastci-plan/1"
 EXIT_FAILED = 1
@@ -210,22 +214,22 @@ def explain_test(module: Dict[str, Any], name: str) -> str:
         hint = " (did you mean %s?)" % ", ".join(close) if close else ""
         raise DriverError("--explain: no test '%s' in the module%s" % (name, hint))
     attrs = test.get("attributes", {})
-    rule = attrs.get("rule", "?")
-    reason = attrs.get("reason", "no reason recorded")
+    rule = attrs.get(attr.RULE, "?")
+    reason = attrs.get(attr.REASON, "no reason recorded")
     lines = []
-    if attrs.get("pruned") is True:
+    if attrs.get(attr.PRUNED) is True:
         lines.append("%s: pruned (selected by rule %s: %s)" % (name, rule, reason))
-        lines.append("  covered by: %s" % attribute_text(attrs.get("pruned_by", [])))
-        for entity, kept in sorted(attrs.get("witnesses", {}).items()):
+        lines.append("  covered by: %s" % attribute_text(attrs.get(attr.PRUNED_BY, [])))
+        for entity, kept in sorted(attrs.get(attr.WITNESSES, {}).items()):
             lines.append("  witness: %s is run by %s" % (entity, attribute_text(kept)))
-    elif attrs.get("selected") is True:
+    elif attrs.get(attr.SELECTED) is True:
         lines.append("%s: selected (rule %s): %s" % (name, rule, reason))
-    elif attrs.get("selected") is False:
+    elif attrs.get(attr.SELECTED) is False:
         lines.append("%s: not selected (rule %s): %s" % (name, rule, reason))
     else:
         lines.append("%s: selection did not run" % name)
-    if "evidence" in attrs:
-        lines.append("  evidence: %s" % attrs["evidence"])
+    if attr.EVIDENCE in attrs:
+        lines.append("  evidence: %s" % attrs[attr.EVIDENCE])
     return "\n".join(lines)
 
 
@@ -248,7 +252,7 @@ def load_plan(path: str) -> Dict[str, Any]:
     if not isinstance(plan, dict) or plan.get("schema") != PLAN_SCHEMA:
         raise DriverError("%s: not a FastCI plan (expected \"schema\": \"%s\")"
                           % (path, PLAN_SCHEMA))
-    tests = plan.get("tests")
+    tests = plan.get(attr.PLAN_TESTS)
     if not isinstance(tests, list):
         raise DriverError("%s: plan has no \"tests\" list" % path)
     for index, test in enumerate(tests):
@@ -265,7 +269,7 @@ def load_plan(path: str) -> Dict[str, Any]:
                 isinstance(v, str) for v in env.values()):
             raise DriverError("%s ('%s'): \"env\" must map names to strings"
                               % (where, test["name"]))
-    for key in ("skipped", "pruned"):
+    for key in (attr.PLAN_SKIPPED, attr.PLAN_PRUNED):
         if not isinstance(plan.get(key, []), list):
             raise DriverError("%s: \"%s\" must be a list" % (path, key))
     return plan
@@ -375,7 +379,7 @@ def not_collected_reason(argv: List[str], status: int,
 
 def cmd_run(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
-    tests = plan["tests"]
+    tests = plan[attr.PLAN_TESTS]
     if args.runner is not None:
         tests = [t for t in tests if t.get("runner") == args.runner]
     if args.test:
@@ -451,13 +455,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     dropped = {}
-    for entry in plan.get("skipped", []):
+    for entry in plan.get(attr.PLAN_SKIPPED, []):
         dropped[entry.get("name")] = "skipped (%s: %s)" % (
-            entry.get("rule", ""), entry.get("reason", ""))
-    for entry in plan.get("pruned", []):
+            entry.get(attr.RULE, ""), entry.get(attr.REASON, ""))
+    for entry in plan.get(attr.PLAN_PRUNED, []):
         dropped[entry.get("name")] = "pruned (covered by %s)" % ", ".join(
-            entry.get("pruned_by", []))
-    names = {t["name"] for t in plan["tests"]} | set(dropped)
+            entry.get(attr.PRUNED_BY, []))
+    names = {t["name"] for t in plan[attr.PLAN_TESTS]} | set(dropped)
     by_junit_key = {pytest_junit_key(name): name for name in names}
 
     missed, caught, unknown = [], 0, []

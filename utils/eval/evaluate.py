@@ -23,6 +23,7 @@ import time
 
 from . import report, strategies, suite, workspace
 from .fastci import FastCIOpt, attr, number, tests_by_name
+from fastci.cli import pass_spec
 from fastci.replay.linetrace import IMPORT_TEST_ID, read_line_traces
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -120,29 +121,37 @@ def parse_args(argv):
 
 
 def fastci_plans(opt, repo, nightly, base, head, history_file, opts, costs):
-    """FastCI's ablations, each one pass more than the last (see STRATEGIES)."""
+    """FastCI's ablations, each one stage of `fastci-default` more than the last
+    (see STRATEGIES), every one expanded from the pipeline `fastci plan` runs."""
     tree = repo.path
-    common = ("parse-python{root=%s,jobs=%d},load-manifest{file=%s},merge-evidence{dir=%s},"
-              "mark-changed{repo=%s,base=%s,head=%s},select-affected" % (
-                  tree, opts.jobs, os.path.join(tree, "ci", "tests.yaml"), nightly.evidence,
-                  tree, base, head))
-    schedule = "schedule{runners=%d,gpus-per-runner=%d,policy=risk-first}" % (
-        opts.runners, opts.gpus_per_runner)
-    risk = "load-history{results=%s},score-risk" % history_file
-    # Parse, merge and diff once; every ablation continues from that module.
+    # Parse, merge, diff and select once; every ablation continues from that
+    # module with the stages after select-affected.
     selected_bc = os.path.join(os.path.dirname(history_file), "selected.bc")
-    opt.run(common, output=selected_bc, emit="bc")
+    opt.run(pass_spec("fastci-default", root=tree, jobs=opts.jobs,
+                      manifest=[os.path.join(tree, "ci", "tests.yaml")],
+                      evidence=nightly.evidence, base=base, head=head,
+                      stop_after="select-affected"),
+            output=selected_bc, emit="bc")
+
+    def after_selection(**options):
+        return opt.run(pass_spec("fastci-default", start_after="select-affected", **options),
+                       input_path=selected_bc)
+
+    prune_only = {"stop_after": "prune-context-equiv"}
+    # History is loaded after pruning, so that fastci-risk prunes exactly as
+    # fastci-prune-config does and only adds the ranking.
+    ranked = {"prune_by_history": "false", "results": [history_file],
+              "runners": opts.runners, "gpus_per_runner": opts.gpus_per_runner,
+              "schedule_policy": "risk-first"}
     selected = opt.run("", input_path=selected_bc)
-    pruned = opt.run("prune-context-equiv{config-aware=false}", input_path=selected_bc)
-    config = opt.run("prune-context-equiv{config-aware=true}", input_path=selected_bc)
-    ranked = opt.run("prune-context-equiv{config-aware=true}," + risk + "," + schedule,
-                     input_path=selected_bc)
-    lowered = opt.run("prune-context-equiv{config-aware=true}," + risk + ",lower-workload," +
-                      schedule, input_path=selected_bc)
+    pruned = after_selection(config_aware="false", **prune_only)
+    config = after_selection(config_aware="true", **prune_only)
+    risk = after_selection(lower="false", **ranked)
+    lowered = after_selection(**ranked)
     return [strategies.fastci_plan("fastci-select", selected, costs),
             strategies.fastci_plan("fastci-prune", pruned, costs),
             strategies.fastci_plan("fastci-prune-config", config, costs),
-            strategies.fastci_plan("fastci-risk", ranked, costs),
+            strategies.fastci_plan("fastci-risk", risk, costs),
             strategies.fastci_plan("fastci-lower", lowered, costs, lowered=True)]
 
 
@@ -163,7 +172,10 @@ def ground_truth(entry, repo, work, e2e_ids, opts):
 
 
 def lowered_workloads(opt, tree):
-    """e2e id -> lower-workload's result for it, on the tree checked out."""
+    """e2e id -> lower-workload's result for it, on the tree checked out.
+
+    Not a plan: lower-workload alone asked about every job of the manifest,
+    selected or not, so no stage of fastci-default but these two runs."""
     module = opt.run("load-manifest{file=%s},lower-workload" % os.path.join(tree, "ci", "tests.yaml"))
     return {t["name"]: {"lowered": bool(attr(t, "lowered", False)),
                         "override_args": attr(t, "override_args", []) or [],
@@ -270,8 +282,10 @@ class Replay:
         changed_lines = self.modified_lines(base, head)
         affected = {t for t, cov in nightly.coverage.items() if cov & changed_lines}
         write_history(self.history_file, self.records)
-        module = self.opt.run("parse-python{root=%s,jobs=%d},load-manifest{file=%s}" % (
-            repo.path, opts.jobs, os.path.join(repo.path, "ci", "tests.yaml")))
+        # The baselines' module: fastci-default's import of the code and the jobs.
+        module = self.opt.run(pass_spec(
+            "fastci-default", root=repo.path, jobs=opts.jobs,
+            manifest=[os.path.join(repo.path, "ci", "tests.yaml")], stop_after="load-manifest"))
         plans = [strategies.run_all(module),
                  strategies.path_based(module, changed_files, self.workflows),
                  strategies.static_rts(module, changed_files)] + fastci_plans(

@@ -43,10 +43,6 @@ std::optional<EvidenceState> parseEvidenceState(llvm::StringRef name);
 /// The state a test's `evidence` attribute records (Missing when absent).
 EvidenceState getEvidenceState(const Test &test);
 
-/// Transitional spelling of evidence::attr (EvidenceAttrs.h) until its
-/// users are swept.
-namespace evidence_attrs = evidence::attr;
-
 /// What mergeEvidence reads and how.
 struct MergeEvidenceOptions {
   /// The directory to ingest, recursively.

@@ -399,6 +399,16 @@ public:
   /// Prints one help line per option, indented by \p indent.
   void printHelp(llvm::raw_ostream &os, unsigned indent) const;
 
+  /// Checks the values together once they are parsed (options that
+  /// contradict each other), reporting through \p diag at \p loc (where
+  /// the owner is named) or at an option's own getLoc(). Named pipelines
+  /// call it before they are built, since a builder cannot fail; passes
+  /// check their options in Pass::initialize instead.
+  virtual LogicalResult verify(DiagnosticEngine & /*diag*/,
+                               llvm::SMLoc /*loc*/) const {
+    return success();
+  }
+
 private:
   friend class OptionBase;
   std::vector<OptionBase *> options;

@@ -30,16 +30,6 @@
 
 namespace fastci {
 
-/// Transitional spelling of select::attr (SelectAttrs.h) until its users
-/// are swept.
-namespace prune_attrs {
-using select::attr::kPruned;
-using select::attr::kPrunedBy;
-using select::attr::kWitnesses;
-inline constexpr const llvm::StringLiteral &kSummary =
-    select::attr::kPruningSummary;
-} // namespace prune_attrs
-
 /// How contexts are compared.
 struct PruneOptions {
   /// Callers per calling chain (at least 1).

@@ -84,17 +84,6 @@ inline bool isFallbackRule(SelectionRule rule) {
   return rule < SelectionRule::Executes;
 }
 
-/// Transitional spelling of select::attr (SelectAttrs.h) until its users
-/// are swept.
-namespace select_attrs {
-using select::attr::kReason;
-using select::attr::kRule;
-using select::attr::kSelected;
-using select::attr::kUnreached;
-inline constexpr const llvm::StringLiteral &kSummary =
-    select::attr::kSelectionSummary;
-} // namespace select_attrs
-
 /// The knobs of the fail-safe rules; each loosens or tightens one rule.
 struct SelectOptions {
   /// Select every test when the change policy says so.

@@ -73,11 +73,6 @@ struct LoweringResult {
   std::vector<std::string> warnings;
 };
 
-/// Transitional spelling of workload::attr::kFloorOverrides
-/// (WorkloadAttrs.h) until its users are swept.
-inline constexpr const llvm::StringLiteral &kFloorOverridesAttr =
-    workload::attr::kFloorOverrides;
-
 /// One test's adjustment of one of its dialect's behaviour floors.
 struct FloorOverride {
   /// The floor's name in the schema (`model-width`).
@@ -91,9 +86,9 @@ struct FloorOverride {
   std::string why;
 };
 
-/// Reads \p test's floor overrides (kFloorOverridesAttr) against the floors
-/// of \p dialect. Reports, at the test's location, an override of a floor
-/// the dialect lacks, a malformed entry, and a bound below a constant
+/// Reads \p test's floor overrides (workload::attr::kFloorOverrides) against
+/// the floors of \p dialect. Reports, at the test's location, an override of a
+/// floor the dialect lacks, a malformed entry, and a bound below a constant
 /// floor's own (a test may raise a floor or turn it off, never lower it);
 /// returns std::nullopt then. No attribute reads as no overrides.
 std::optional<std::vector<FloorOverride>>

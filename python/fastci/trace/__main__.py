@@ -7,6 +7,8 @@ itself, and the command's exit status and signals are exactly its own.
 `show` validates evidence files and prints a short summary of each.
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import sys
@@ -58,7 +60,7 @@ def _show(args, parser):
     return status
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     parser = argparse.ArgumentParser(prog="python -m fastci.trace")
     sub = parser.add_subparsers(dest="action")

@@ -16,6 +16,8 @@ process imported), `@r path` (a repository file it opened for reading).
 Version 1 files (stacks only) are still read.
 """
 
+from __future__ import annotations
+
 import os
 import re
 import threading
@@ -147,7 +149,8 @@ def write_atomic(path, text):
         raise
 
 
-def parse_evidence(text, filename="<evidence>"):
+def parse_evidence(text: str, filename: str = "<evidence>"
+                   ) -> tuple[dict[str, str], dict[tuple[Frame, ...], int]]:
     """Parse evidence text into (header dict, {tuple of Frame: count}).
 
     Header values are decoded strings. Stacks are tuples of Frame,
@@ -157,7 +160,7 @@ def parse_evidence(text, filename="<evidence>"):
     return evidence.header, evidence.stacks
 
 
-def parse_evidence_file(text, filename="<evidence>"):
+def parse_evidence_file(text: str, filename: str = "<evidence>") -> Evidence:
     """Parse evidence text (version 1 or 2) into an Evidence; see parse_evidence()."""
     header = {}
     stacks = {}
@@ -209,13 +212,14 @@ def parse_evidence_file(text, filename="<evidence>"):
     return Evidence(header, stacks, functions, import_functions, imports, reads)
 
 
-def read_evidence(path):
+def read_evidence(path: str | os.PathLike[str]
+                  ) -> tuple[dict[str, str], dict[tuple[Frame, ...], int]]:
     """Read and parse an evidence file; see parse_evidence()."""
     evidence = read_evidence_file(path)
     return evidence.header, evidence.stacks
 
 
-def read_evidence_file(path):
+def read_evidence_file(path: str | os.PathLike[str]) -> Evidence:
     """Read and parse an evidence file into an Evidence; see parse_evidence_file()."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
@@ -228,7 +232,7 @@ def read_evidence_file(path):
 _PYSPY_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>.*?)(?::(?P<line>\d+))?\)$")
 
 
-def parse_pyspy_raw(text, filename="<py-spy>"):
+def parse_pyspy_raw(text: str, filename: str = "<py-spy>") -> dict[tuple[Frame, ...], int]:
     """Parse py-spy `record --format raw` output into {tuple of Frame: count}.
 
     Frames are `name (file:line)` or `name (file)` (line 0). Pseudo-frames

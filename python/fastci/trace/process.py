@@ -14,12 +14,15 @@ files each test opens for reading, and refreshes the rank a child inherits
 right before the process starts one (see sampler.own_ranks).
 """
 
+from __future__ import annotations
+
 import atexit
 import functools
 import os
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 
 from . import config as _config
 from .sampler import Sampler
@@ -30,12 +33,12 @@ _stopping = False        # a final write is in progress
 _deferred_signal = None  # SIGTERM that arrived during it, re-raised after
 
 
-def active():
+def active() -> Sampler | None:
     """The running Sampler of this process, or None."""
     return _sampler
 
 
-def start(config, test_id=None):
+def start(config: _config.Config, test_id: str | None = None) -> Sampler:
     """Start sampling this process (idempotent: returns the running Sampler).
 
     If `test_id` is given, samples are attributed to it until exit (or until
@@ -52,7 +55,7 @@ def start(config, test_id=None):
     return _sampler
 
 
-def start_from_env(environ=None):
+def start_from_env(environ: Mapping[str, str] | None = None) -> Sampler | None:
     """Start sampling if the environment names a test id and an output directory.
 
     Used by the sitecustomize hook. Bad settings are reported once on stderr
@@ -70,7 +73,7 @@ def start_from_env(environ=None):
     return None if cfg is None else start(cfg, test_id)
 
 
-def stop(join=True):
+def stop(join: bool = True) -> None:
     """Stop sampling and write every open sink as complete."""
     global _sampler, _stopping
     _stopping = True

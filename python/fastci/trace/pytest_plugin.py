@@ -11,6 +11,8 @@ by the item (subprocess, multiprocessing, torch.multiprocessing) inherits
 the item's id and samples itself through the sitecustomize hook.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 
@@ -20,7 +22,7 @@ from . import config as _config
 from . import process
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fastci_trace", "FastCI runtime evidence sampling")
     group.addoption("--fastci-collect", "--fastci-trace-out", metavar="DIR",
                     dest="fastci_trace_out", default=None,
@@ -37,7 +39,7 @@ def pytest_addoption(parser):
                     % (_config.ENV_CALLS, _config.DEFAULT_CALLS))
 
 
-def pytest_configure(config):
+def pytest_configure(config: pytest.Config) -> None:
     environ = dict(os.environ)
     for option, key in (("--fastci-trace-out", _config.ENV_OUT),
                         ("--fastci-trace-rate", _config.ENV_RATE),

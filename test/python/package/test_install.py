@@ -4,7 +4,8 @@ A fresh `--system-site-packages` venv gets `pip install python/` (no index:
 the in-tree build backend uses Debian's setuptools); pytest then loads the
 plugin through its `pytest11` entry point, `pytest --fastci-collect DIR`
 records evidence of a tiny project, and the `fastci` console script (finding
-fastci-opt through FASTCI_OPT) plans a change from it. Also: the plugin stays
+fastci-opt through FASTCI_OPT) plans a change from it, to run on the venv's
+interpreter that recorded the evidence. Also: the plugin stays
 off unless asked, a C part that cannot compile never breaks the install, and
 `--break-system-packages` installs into a plain interpreter's prefix.
 """
@@ -128,6 +129,11 @@ def test_collect_with_entry_point_plugin_then_plan(venv, project, tmp_path):
     assert [t["name"] for t in planned["tests"]] == ["tests/test_mul.py::test_mul"]
     assert [t["name"] for t in planned["skipped"]] == ["tests/test_add.py::test_add"]
     assert planned["skipped"][0]["rule"] == "unaffected"
+    # The plan's commands run on the interpreter that recorded the evidence
+    # (the evidence's `python`, merge-evidence's evidence_python), not on the
+    # first python3 on PATH, which may lack pytest.
+    assert planned["python"] == str(python)
+    assert planned["tests"][0]["argv"][:3] == [str(python), "-m", "pytest"]
 
 
 def test_plugin_is_off_unless_asked(venv, project, tmp_path):
