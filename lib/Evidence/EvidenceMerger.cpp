@@ -406,10 +406,13 @@ TestId Merger::getTest(const EvidenceFile &file, llvm::StringRef path,
 
 EvidenceState Merger::classify(const EvidenceFile &file,
                                const FrameResolver &resolver) const {
-  if (!resolver.usesSnapshot())
-    return !currentRevision.empty() && file.header.revision == currentRevision
-               ? EvidenceState::Fresh
-               : EvidenceState::Unverified;
+  if (!resolver.usesSnapshot()) {
+    if (!currentRevision.empty() && file.header.revision == currentRevision)
+      return EvidenceState::Fresh;
+    // Checked by name: code the file no longer has is known stale.
+    return file.staleSymbols.empty() ? EvidenceState::Unverified
+                                     : EvidenceState::Stale;
+  }
   return file.staleSamples || !file.staleSymbols.empty() ? EvidenceState::Stale
                                                          : EvidenceState::Fresh;
 }
@@ -754,6 +757,7 @@ LogicalResult fastci::mergeEvidence(Module &module,
 
   LineIndex currentIndex(module);
   FrameResolver direct(module, currentIndex);
+  FrameResolver byName(module, currentIndex, /*verifyNames=*/true);
   std::string currentRevision =
       module.getAttrs().get(ir::attr::kRevision).asString().value_or("").str();
   // The snapshot of a revision; an unversioned snapshot stands for every
@@ -817,8 +821,13 @@ LogicalResult fastci::mergeEvidence(Module &module,
                                   : options.pyspyTestId;
     EvidenceReadOptions readOptions{
         [&](llvm::StringRef revision) -> const FrameResolver & {
+          // The module's own revision maps directly; another without a
+          // snapshot is checked by name.
           const Snapshot *snapshot = getSnapshot(revision);
-          slot.resolver = snapshot ? snapshot->resolver.get() : &direct;
+          slot.resolver = snapshot ? snapshot->resolver.get()
+                          : !revision.empty() && revision == currentRevision
+                              ? &direct
+                              : &byName;
           slot.recorded = snapshot ? snapshot->module.get() : nullptr;
           return *slot.resolver;
         },

@@ -145,8 +145,9 @@ std::string fastci::getLibraryLeafName(llvm::StringRef path,
 //===----------------------------------------------------------------------===//
 
 FrameResolver::FrameResolver(const Module &current,
-                             const LineIndex &currentIndex)
-    : source(&current), sourceIndex(&currentIndex), current(current) {}
+                             const LineIndex &currentIndex, bool verifyNames)
+    : source(&current), sourceIndex(&currentIndex), current(current),
+      verifyNames(verifyNames) {}
 
 FrameResolver::FrameResolver(const Module &snapshot,
                              const LineIndex &snapshotIndex,
@@ -173,6 +174,8 @@ ResolvedFrame FrameResolver::resolve(llvm::StringRef path,
     return frame;
   }
   if (!usesSnapshot()) {
+    if (verifyNames)
+      return resolveByName(path, qualname, line, entity);
     frame.kind = ResolvedFrame::Kind::Entity;
     frame.entity = entity;
     return frame;
@@ -184,5 +187,61 @@ ResolvedFrame FrameResolver::resolve(llvm::StringRef path,
                                                : ResolvedFrame::Kind::Entity;
   if (frame.stale)
     frame.name = source->getEntity(entity).symbol.str();
+  return frame;
+}
+
+/// \p qualname without the trailing parts no entity has: code objects of
+/// comprehensions, generator expressions and lambdas (`f.<locals>.<genexpr>`
+/// runs as part of `f`), and the `<module>` of a module body (empty).
+static llvm::StringRef getEntityQualname(llvm::StringRef qualname) {
+  while (!qualname.empty()) {
+    auto [head, last] = qualname.rsplit('.');
+    if (!last.starts_with("<"))
+      break;
+    qualname = last.data() == qualname.data() ? llvm::StringRef() : head;
+  }
+  return qualname;
+}
+
+ResolvedFrame FrameResolver::resolveByName(llvm::StringRef path,
+                                           llvm::StringRef qualname,
+                                           uint32_t line,
+                                           EntityId atLine) const {
+  ResolvedFrame frame;
+  frame.kind = ResolvedFrame::Kind::Entity;
+  frame.entity = atLine;
+  EntityId fileModule = sourceIndex->lookup(path, 0);
+  const Entity &moduleEntity = current.getEntity(fileModule);
+  // A file that is no Python module has no names to check.
+  if (moduleEntity.kind != EntityKind::Module)
+    return frame;
+  // A module body maps to its module wherever its lines now are.
+  llvm::StringRef name = getEntityQualname(qualname);
+  if (name.empty()) {
+    frame.entity = fileModule;
+    return frame;
+  }
+  std::string symbol = (moduleEntity.symbol + "." + name).str();
+  llvm::StringRef lineSymbol = current.getEntity(atLine).symbol;
+  if (lineSymbol == symbol)
+    return frame;
+  // An unqualified name (py-spy records `co_name` only, as does CPython
+  // < 3.11 where a qualname could not be rebuilt) that the code at the line
+  // ends with is that code: a method `m` at a line of `C.m`.
+  if (!name.contains('.') && lineSymbol.ends_with(("." + name).str()))
+    return frame;
+  // The code moved within its file.
+  if (EntityId named = current.lookupEntity(symbol); named != kNoEntity) {
+    frame.entity = named;
+    return frame;
+  }
+  // A frame without a line (py-spy's `name (file)`) has no code at a line
+  // to contradict.
+  if (line == 0)
+    return frame;
+  frame.kind = ResolvedFrame::Kind::Vanished;
+  frame.entity = kNoEntity;
+  frame.stale = true;
+  frame.name = std::move(symbol);
   return frame;
 }

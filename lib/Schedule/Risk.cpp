@@ -5,6 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Schedule/Risk.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include <cmath>
 
@@ -55,7 +57,7 @@ RiskTerms fastci::computeRisk(llvm::ArrayRef<Outcome> history,
 }
 
 std::vector<std::optional<double>>
-fastci::computeChangeShares(const Module &module) {
+fastci::computeChangeShares(const Module &module, const EvidenceGraph &graph) {
   // Which entities are changed, directly or through an enclosing class or
   // function (a nested function is part of its parent's body). Files and
   // modules do not propagate: a change record on a file says something in
@@ -105,6 +107,41 @@ fastci::computeChangeShares(const Module &module) {
   for (TestId id = 0; id < module.getNumTests(); ++id)
     if (total[id] > 0)
       shares[id] = inChanged[id] / total[id];
+  // Samples see where time goes; a short changed function may get none. The
+  // exact recorder's functions see it, so a test that ran changed code is
+  // never scored as if it had not.
+  // Code that moved to another module since recording is in the evidence
+  // under its old symbol, stale; it changed when code of its name did (the
+  // rule select-affected selects it by).
+  llvm::StringSet<> changedLeaves;
+  for (const Change &change : module.getChanges())
+    if (change.kind != ChangeKind::Cosmetic && change.entity != kNoEntity &&
+        change.entity < module.getNumEntities() &&
+        module.getEntity(change.entity).kind == EntityKind::Function)
+      changedLeaves.insert(getSymbolLeaf(module.getEntity(change.entity).symbol));
+  for (const Test &test : module.getTests()) {
+    TestId id = test.index;
+    unsigned functions = 0, changedFunctions = 0;
+    for (const EvidenceGraph::EntityUse &use : graph.getEntityUses(id)) {
+      if (use.entity >= module.getNumEntities() ||
+          module.getEntity(use.entity).kind != EntityKind::Function)
+        continue;
+      ++functions;
+      changedFunctions += isChanged(use.entity);
+    }
+    if (const Attribute *stale =
+            test.attrs.lookup(evidence::attr::kStaleEntities);
+        stale && stale->isList())
+      for (const Attribute &symbol : stale->getList())
+        if (std::optional<llvm::StringRef> name = symbol.asString();
+            name && module.lookupEntity(*name) == kNoEntity) {
+          ++functions;
+          changedFunctions += changedLeaves.contains(getSymbolLeaf(*name));
+        }
+    if (functions)
+      shares[id] =
+          std::max(shares[id].value_or(0), double(changedFunctions) / functions);
+  }
   return shares;
 }
 

@@ -220,8 +220,7 @@ LogicalResult Selector::readEvidenceStates() {
     llvm::StringRef symbol = entry.getKey();
     if (module.lookupEntity(symbol) != kNoEntity)
       continue;
-    llvm::StringRef name = symbol.rsplit('.').second;
-    vanishedByName[name.empty() ? symbol : name].push_back(symbol.str());
+    vanishedByName[getSymbolLeaf(symbol)].push_back(symbol.str());
   }
   for (auto &entry : vanishedByName)
     llvm::sort(entry.getValue());
@@ -486,9 +485,7 @@ void Selector::applyStaleEvidence(const Test &test, Verdict &verdict) {
     // test whose recorded code moved would lose it from its evidence and be
     // skipped when the moved code changes.
     if (entity == kNoEntity) {
-      llvm::StringRef leaf = symbol.rsplit('.').second;
-      if (leaf.empty())
-        leaf = symbol;
+      llvm::StringRef leaf = getSymbolLeaf(symbol);
       auto sameName = [&](EntityId id) {
         if (id == kNoEntity || id >= module.getNumEntities())
           return false;
@@ -731,8 +728,7 @@ void Selector::applyChange(const RelevantChange &change) {
   // own name. Without this, a test whose evidence ran the code before the
   // move is skipped when the moved code changes.
   if (change.entity != kNoEntity) {
-    llvm::StringRef name = record.symbol.rsplit('.').second;
-    auto it = vanishedByName.find(name.empty() ? record.symbol : name);
+    auto it = vanishedByName.find(getSymbolLeaf(record.symbol));
     if (it != vanishedByName.end())
       for (const std::string &symbol : it->second)
         for (TestId test : staleUsers.find(symbol)->second) {

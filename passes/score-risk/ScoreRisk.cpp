@@ -7,6 +7,7 @@
 // states it.
 //
 //===----------------------------------------------------------------------===//
+#include "fastci/Evidence/EvidenceGraph.h"
 #include "fastci/IR/Module.h"
 #include "fastci/Pass/Pass.h"
 #include "fastci/Pass/PassRegistry.h"
@@ -27,8 +28,9 @@ struct ScoreRiskPass : PassWrapper<ScoreRiskPass> {
     return "risk = F + lambda * C, where F is the recency-weighted failure "
            "rate over the last `window` runs (weight `decay`^i, flaky "
            "failures times `flaky-weight`, `new-prior` for tests without "
-           "history) and C the share of the test's sampled stacks that run "
-           "changed code. Each term is written as an attribute. See "
+           "history) and C the larger of the share of the test's sampled "
+           "stacks that run changed code and the share of the functions it "
+           "executed that changed. Each term is written as an attribute. See "
            "docs/Risk.md.";
   }
 
@@ -84,7 +86,8 @@ struct ScoreRiskPass : PassWrapper<ScoreRiskPass> {
     params.newTestPrior = newPrior;
 
     Module &module = getModule();
-    std::vector<std::optional<double>> shares = computeChangeShares(module);
+    std::vector<std::optional<double>> shares =
+        computeChangeShares(module, getAnalysis<EvidenceGraph>());
     for (Test &test : module.getTests()) {
       RiskTerms terms =
           computeRisk(test.history, shares[test.index].value_or(0), params);

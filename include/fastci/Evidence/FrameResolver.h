@@ -91,9 +91,16 @@ struct ResolvedFrame {
 /// Resolves frames recorded at one revision against the current module.
 class FrameResolver {
 public:
-  /// Resolves frames directly against \p current: the recorded revision is
-  /// the current one, or unknown and taken on trust.
-  FrameResolver(const Module &current, const LineIndex &currentIndex);
+  /// Resolves frames directly against \p current by line. With
+  /// \p verifyNames (the recorded revision differs from the current one and
+  /// no snapshot describes it), a frame's qualified name is checked against
+  /// the code at its line: code that moved within its file maps to the
+  /// entity of its name, and code whose name the file no longer has (moved
+  /// to another module, renamed, deleted) is Vanished and stale under the
+  /// symbol it had, instead of being credited to whatever now sits at that
+  /// line.
+  FrameResolver(const Module &current, const LineIndex &currentIndex,
+                bool verifyNames = false);
 
   /// Resolves frames through \p snapshot, a module of the recorded revision:
   /// a frame maps to the snapshot's entity, then to the current entity with
@@ -104,6 +111,9 @@ public:
 
   /// True when frames go through a snapshot of the recorded revision.
   bool usesSnapshot() const { return source != &current; }
+
+  /// True when frames resolved directly are checked by their names.
+  bool verifiesNames() const { return verifyNames; }
 
   /// Resolves the frame at \p line of \p path (relative to the repository
   /// root, or absolute when outside it) executing \p qualname.
@@ -117,9 +127,14 @@ private:
     bool stale = false;
   };
 
+  /// Direct resolution with the name check of \c verifyNames.
+  ResolvedFrame resolveByName(llvm::StringRef path, llvm::StringRef qualname,
+                              uint32_t line, EntityId atLine) const;
+
   const Module *source;
   const LineIndex *sourceIndex;
   const Module &current;
+  bool verifyNames = false;
   /// Indexed by snapshot entity id; empty when resolving directly.
   std::vector<Translation> translations;
 };

@@ -444,6 +444,14 @@ private:
   std::vector<ChangedFile> changedFiles;
 };
 
+/// The last dotted part of \p symbol (`f` of `pkg.mod.C.f`), or \p symbol
+/// itself when it has none: the name a function keeps when it moves to
+/// another module or class.
+inline llvm::StringRef getSymbolLeaf(llvm::StringRef symbol) {
+  llvm::StringRef leaf = symbol.rsplit('.').second;
+  return leaf.empty() ? symbol : leaf;
+}
+
 } // namespace fastci
 
 #endif // FASTCI_IR_MODULE_H

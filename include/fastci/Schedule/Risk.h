@@ -10,6 +10,7 @@
 #ifndef FASTCI_SCHEDULE_RISK_H
 #define FASTCI_SCHEDULE_RISK_H
 
+#include "fastci/Evidence/EvidenceGraph.h"
 #include "fastci/IR/Module.h"
 #include "llvm/ADT/ArrayRef.h"
 #include <optional>
@@ -53,11 +54,14 @@ struct RiskTerms {
 RiskTerms computeRisk(llvm::ArrayRef<Outcome> history, double changeShare,
                       const RiskParams &params);
 
-/// Per test id, the share of the test's sample counts that fall in stacks
-/// containing a changed entity, or none when the test has no samples. An
-/// entity counts as changed when it, or a class or function enclosing it,
-/// has a non-cosmetic change.
-std::vector<std::optional<double>> computeChangeShares(const Module &module);
+/// Per test id, how much of what the test runs changed: the larger of the
+/// share of its sample counts that fall in stacks containing a changed
+/// entity and the share of the functions it executed (\p graph: sampled, or
+/// recorded by the exact recorder) that are changed; none when the test has
+/// neither samples nor functions. An entity counts as changed when it, or a
+/// class or function enclosing it, has a non-cosmetic change.
+std::vector<std::optional<double>>
+computeChangeShares(const Module &module, const EvidenceGraph &graph);
 
 /// The probability that a test of risk \p risk fails: 1 − e^(−risk), which
 /// treats risk as a failure hazard (docs/Scheduling.md).

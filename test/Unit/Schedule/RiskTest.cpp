@@ -4,6 +4,7 @@
 // in docs/Risk.md.
 //
 //===----------------------------------------------------------------------===//
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Schedule/Risk.h"
 #include "gtest/gtest.h"
 #include <cmath>
@@ -75,10 +76,44 @@ TEST(RiskTest, ChangeSharesFollowStacks) {
   // t0: 3 samples in g (nested in changed f), 1 in h (cosmetic) → 3/4.
   module.addEvidence(t0).samples = {{viaG, 3}, {onlyH, 1}};
   module.addEvidence(t1).samples = {{onlyH, 2}};
-  std::vector<std::optional<double>> shares = computeChangeShares(module);
+  std::vector<std::optional<double>> shares =
+      computeChangeShares(module, EvidenceGraph(module, 3));
   EXPECT_DOUBLE_EQ(*shares[0], 0.75);
   EXPECT_DOUBLE_EQ(*shares[1], 0);
   EXPECT_FALSE(shares[2]);
+}
+
+TEST(RiskTest, ChangeSharesCountExactFunctions) {
+  // t0's exact record ran changed f and unchanged h without a sample in
+  // either: half of its functions changed. t1 ran only h.
+  Module module;
+  EntityId file = module.addEntity(EntityKind::File, "m.py");
+  EntityId mod = module.addEntity(EntityKind::Module, "m", file);
+  EntityId f = module.addEntity(EntityKind::Function, "m.f", mod);
+  module.addEntity(EntityKind::Function, "m.h", mod);
+  TestId t0 = module.addTest("t0"), t1 = module.addTest("t1");
+  module.addChange(ChangeKind::Modified, f);
+  auto exact = [&](TestId test, std::vector<llvm::StringRef> functions) {
+    AttrDict &attrs = module.addEvidence(test).attrs;
+    attrs.set(evidence::attr::kCoverage, Attribute::getString("exact"));
+    std::vector<Attribute> list;
+    for (llvm::StringRef symbol : functions)
+      list.push_back(Attribute::getSymbol(symbol));
+    attrs.set(evidence::attr::kFunctions, Attribute::getList(std::move(list)));
+  };
+  exact(t0, {"m.f", "m.h"});
+  exact(t1, {"m.h"});
+  // t2 ran `m.old.f`, since moved (stale under its old symbol), and h: the
+  // moved code is named like changed f.
+  TestId t2 = module.addTest("t2");
+  exact(t2, {"m.h"});
+  module.getTest(t2).attrs.set(evidence::attr::kStaleEntities,
+                               Attribute::getStringList(std::vector<std::string>{"m.old.f"}));
+  std::vector<std::optional<double>> shares =
+      computeChangeShares(module, EvidenceGraph(module, 3));
+  EXPECT_DOUBLE_EQ(*shares[0], 0.5);
+  EXPECT_DOUBLE_EQ(*shares[1], 0);
+  EXPECT_DOUBLE_EQ(*shares[2], 0.5);
 }
 
 TEST(RiskTest, FailureProbability) {
