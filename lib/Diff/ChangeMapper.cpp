@@ -438,7 +438,8 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
     // only Python code and the policy's explicit run-all rules (build and
     // dependency files) keep their own handling.
     if ((!rule || (rule->action != PolicyAction::Python &&
-                   rule->action != PolicyAction::All)) &&
+                   rule->action != PolicyAction::All &&
+                   rule->action != PolicyAction::DirectoryTests)) &&
         mapReadingTests(file, rule, record))
       continue;
     if (!rule) {
@@ -458,6 +459,7 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
                                             rule->category + " files"));
       break;
     case PolicyAction::Python:
+    case PolicyAction::DirectoryTests:
       if (file.isBinary) {
         forceAll(record, "binary patch to a Python file");
         break;
@@ -469,6 +471,8 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
       mapPythonFile(file, record);
       record.attrs.set(diff::attr::kCategory,
                        Attribute::getString(rule->category));
+      if (rule->action == PolicyAction::DirectoryTests)
+        mapDirectoryTests(file, record);
       break;
     case PolicyAction::ReferencingTests:
       mapReferencingTests(file, *rule, record);

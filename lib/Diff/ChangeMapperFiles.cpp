@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "ChangeMapperImpl.h"
 #include "fastci/Diff/DiffAttrs.h"
+#include "llvm/Support/Path.h"
 
 using namespace fastci;
 using namespace fastci::detail;
@@ -64,6 +65,52 @@ void ChangeMapper::Impl::forceAll(ChangedFile &record,
   record.attrs.set(diff::attr::kReason, Attribute::getString(text));
   allReasons.push_back((record.path + ": " + text).str());
   ++mapper.stats.filesForcingAll;
+}
+
+void ChangeMapper::Impl::mapDirectoryTests(const FileDiff &file,
+                                           ChangedFile &record) {
+  // pytest loads a conftest.py for the tests at or below its directory
+  // only; its Python changes stay mapped for code that imports it.
+  StringRef path = file.getPath();
+  StringRef dir = llvm::sys::path::parent_path(path, llvm::sys::path::Style::posix);
+  if (dir.empty())
+    return forceAll(record, "'" + path + "' applies to every test");
+  // Hooks are not all directory-scoped: `pytest_collection_modifyitems`,
+  // `pytest_configure` and the like of any conftest see the whole session.
+  bool hooks = llvm::any_of(file.hunks, [](const Hunk &hunk) {
+    return llvm::any_of(hunk.lines, [](const DiffLine &line) {
+      return line.text.ltrim().starts_with("def pytest_") ||
+             line.text.ltrim().starts_with("async def pytest_");
+    });
+  });
+  if (!file.newPath.empty())
+    for (const Entity &entity : module.getEntities())
+      if (entity.kind == EntityKind::Function && entity.parent != kNoEntity &&
+          module.getEntity(entity.parent).kind == EntityKind::Module &&
+          module.getFilePath(entity.id) == file.newPath &&
+          entity.symbol.rsplit('.').second.starts_with("pytest_"))
+        hooks = true;
+  if (hooks)
+    return forceAll(record, "'" + path +
+                                "' defines pytest hooks, which may act on "
+                                "tests outside its directory");
+  std::string prefix = (dir + "/").str();
+  std::vector<std::string> names;
+  for (const Test &test : module.getTests()) {
+    StringRef testFile =
+        test.entry != kNoEntity ? module.getFilePath(test.entry) : StringRef();
+    if (testFile.empty())
+      testFile = test.name.split("::").first;
+    if (testFile.starts_with(prefix))
+      names.push_back(test.name.str());
+  }
+  record.attrs.set(diff::attr::kDecision, Attribute::getString("tests"));
+  record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
+  record.attrs.set(diff::attr::kReason,
+                   Attribute::getString(
+                       llvm::formatv("applies to the {0} test(s) below '{1}'",
+                                     names.size(), prefix)
+                           .str()));
 }
 
 void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,

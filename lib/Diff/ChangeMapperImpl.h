@@ -263,6 +263,9 @@ public:
 
 private:
   void mapPythonFile(const FileDiff &file, ChangedFile &record);
+  /// Routes \p file (already mapped as Python) to the tests at or below its
+  /// directory, or to every test for a file at the root.
+  void mapDirectoryTests(const FileDiff &file, ChangedFile &record);
   void mapReferencingTests(const FileDiff &file, const PolicyRule &rule,
                            ChangedFile &record);
   void mapExtension(const FileDiff &file, const PolicyRule &rule,

@@ -27,6 +27,8 @@ llvm::StringRef fastci::stringifyPolicyAction(PolicyAction action) {
     return "extension";
   case PolicyAction::All:
     return "all";
+  case PolicyAction::DirectoryTests:
+    return "directory";
   }
   return "all";
 }
@@ -188,7 +190,7 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
             static constexpr PolicyAction kActions[] = {
                 PolicyAction::Ignore, PolicyAction::Python,
                 PolicyAction::ReferencingTests, PolicyAction::Extension,
-                PolicyAction::All};
+                PolicyAction::All, PolicyAction::DirectoryTests};
             for (PolicyAction candidate : kActions)
               if (action == stringifyPolicyAction(candidate)) {
                 rule.action = candidate;
@@ -197,7 +199,8 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
               }
             return emitError(value, "unknown action '" + action +
                                         "'; expected 'ignore', 'python', "
-                                        "'tests', 'extension' or 'all'");
+                                        "'tests', 'extension', 'all' or "
+                                        "'directory'");
           })))
     return failure();
   if (rule.globs.empty())

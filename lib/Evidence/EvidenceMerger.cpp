@@ -23,6 +23,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include <map>
@@ -245,9 +246,11 @@ public:
                             .asString()
                             .value_or("")) {}
 
-  /// Merges \p file, read from \p path with contents \p buffer.
+  /// Merges \p file, read from \p path with contents \p buffer;
+  /// \p recorded is the snapshot of its revision, if one was loaded.
   void merge(llvm::StringRef path, std::unique_ptr<llvm::MemoryBuffer> buffer,
-             EvidenceFile &file, const FrameResolver &resolver);
+             EvidenceFile &file, const FrameResolver &resolver,
+             const Module *recorded);
   /// Writes the merged records and every test's evidence attributes.
   void finish();
 
@@ -256,8 +259,15 @@ private:
   void report(llvm::StringRef path, std::unique_ptr<llvm::MemoryBuffer> buffer,
               const EvidenceFile &file);
   /// The test \p file names, added if unknown and allowed; kNoTest
-  /// otherwise.
-  TestId getTest(const EvidenceFile &file, llvm::StringRef path);
+  /// otherwise (also for a test that no longer exists, see isGone).
+  /// \p recorded is the snapshot of the file's revision, if any.
+  TestId getTest(const EvidenceFile &file, llvm::StringRef path,
+                 const Module *recorded);
+  /// True when the test \p name, which the module lacks, no longer exists:
+  /// the static tests of its recorded revision (\p recorded) held it, the
+  /// module's hold it not, and its test file is one the module parsed or is
+  /// gone from the repository.
+  bool isGone(llvm::StringRef name, const Module *recorded) const;
   /// The state of a file's evidence.
   EvidenceState classify(const EvidenceFile &file,
                          const FrameResolver &resolver) const;
@@ -275,6 +285,8 @@ private:
   std::map<std::string, uint64_t> executables;
   /// Tests with a corrupt compact file: they get no evidence at all.
   std::set<TestId> corruptTests;
+  /// Tests whose evidence was dropped because they no longer exist.
+  std::set<std::string> goneTests;
 };
 
 } // namespace
@@ -307,11 +319,77 @@ void Merger::report(llvm::StringRef path,
   }
 }
 
-TestId Merger::getTest(const EvidenceFile &file, llvm::StringRef path) {
+/// True when a static test of \p module (one parse-python made, not one
+/// evidence added) holds the pytest id \p name: the test itself, the
+/// parametrized function `f` of `f[...]`, or an enclosing file or class item
+/// above it. The same relation select-affected uses to let static items stand
+/// for evidence tests (docs/Selection.md, "Test identity").
+static bool holdsTest(const Module &module, llvm::StringRef name) {
+  auto isStatic = [&](llvm::StringRef id, bool needEnclosing) {
+    TestId test = module.lookupTest(id);
+    if (test == kNoTest)
+      return false;
+    const AttrDict &attrs = module.getTest(test).attrs;
+    if (attrs.lookup(evidence::attr::kFromEvidence))
+      return false;
+    if (!needEnclosing || !id.contains("::"))
+      return true; // a file item encloses every id of its file
+    Attribute enclosing = attrs.get(python::attr::kEnclosing);
+    return enclosing.isBool() && enclosing.getBool();
+  };
+  if (isStatic(name, false))
+    return true;
+  // Parameters come last and may hold anything (`::` included): the
+  // function's id ends at the first `[` after the file's path.
+  size_t separator = name.find("::");
+  llvm::StringRef function = name;
+  if (separator != llvm::StringRef::npos) {
+    size_t bracket = name.find('[', separator);
+    function = name.take_front(bracket);
+    if (bracket != llvm::StringRef::npos && isStatic(function, false))
+      return true;
+  }
+  for (size_t end = function.find("::"); end != llvm::StringRef::npos;
+       end = function.find("::", end + 2))
+    if (isStatic(function.take_front(end), true))
+      return true;
+  return false;
+}
+
+bool Merger::isGone(llvm::StringRef name, const Module *recorded) const {
+  // Only parse-python's view of the repository (its `root`) can say that a
+  // test is gone; a snapshot that did not hold the test says nothing either
+  // (parse-python never saw it, so not seeing it now proves nothing).
+  const Attribute *rootAttr = module.getAttrs().lookup(python::attr::kRoot);
+  std::optional<llvm::StringRef> root =
+      rootAttr ? rootAttr->asString() : std::nullopt;
+  if (!recorded || !root || root->empty() || !holdsTest(*recorded, name) ||
+      holdsTest(module, name))
+    return false;
+  llvm::StringRef file = name.take_front(name.find("::"));
+  EntityId entity = module.lookupEntity(file);
+  if (entity != kNoEntity && module.getEntity(entity).kind == EntityKind::File)
+    return true;
+  // Not parsed: gone only if it is gone from disk (parse-python may have
+  // been told to skip it).
+  llvm::SmallString<256> full(*root);
+  llvm::sys::path::append(full, file);
+  return !llvm::sys::fs::exists(full);
+}
+
+TestId Merger::getTest(const EvidenceFile &file, llvm::StringRef path,
+                       const Module *recorded) {
   llvm::StringRef name = file.header.testId;
   TestId test = module.lookupTest(name);
   if (test != kNoTest)
     return test;
+  // A test deleted (or a parametrization dropped) since recording would be
+  // planned under an id pytest can no longer collect.
+  if (isGone(name, recorded)) {
+    if (goneTests.insert(name.str()).second)
+      ++stats.goneTests;
+    return kNoTest;
+  }
   if (!options.addUnknownTests) {
     if (ignoredTests.try_emplace(name, true).second)
       diag.emit(Severity::Warning, path, file.testIdLine, file.testIdColumn,
@@ -341,7 +419,8 @@ EvidenceState Merger::classify(const EvidenceFile &file,
 
 void Merger::merge(llvm::StringRef path,
                    std::unique_ptr<llvm::MemoryBuffer> buffer,
-                   EvidenceFile &file, const FrameResolver &resolver) {
+                   EvidenceFile &file, const FrameResolver &resolver,
+                   const Module *recorded) {
   report(path, std::move(buffer), file);
   ++stats.files;
   stats.lines += file.lines;
@@ -362,7 +441,7 @@ void Merger::merge(llvm::StringRef path,
       importTime[module].insert(entity);
   if (file.header.collection)
     return; // Import-time evidence of no test (pytest's collection).
-  TestId test = getTest(file, path);
+  TestId test = getTest(file, path, recorded);
   if (test == kNoTest)
     return;
   stats.samples += file.samples;
@@ -433,6 +512,16 @@ static Attribute getSymbolList(const Module &module,
 }
 
 void Merger::finish() {
+  if (!goneTests.empty()) {
+    std::string message = llvm::formatv("dropped the evidence of {0} test(s) "
+                                        "that no longer exist (deleted since "
+                                        "recording): '{1}'",
+                                        goneTests.size(), *goneTests.begin())
+                              .str();
+    if (goneTests.size() > 1)
+      message += llvm::formatv(" and {0} more", goneTests.size() - 1).str();
+    diag.emit(Severity::Remark, options.directory, 0, 0, message);
+  }
   // Newest record wins: a test's records of older revisions than its newest
   // (by recording time) describe code that has since changed, and keeping
   // the worst of them would keep the test stale long after it healed.
@@ -673,20 +762,20 @@ LogicalResult fastci::mergeEvidence(Module &module,
       module.getAttrs().get(ir::attr::kRevision).asString().value_or("").str();
   // The snapshot of a revision; an unversioned snapshot stands for every
   // revision without one of its own. The module's own revision needs none.
-  llvm::StringMap<const FrameResolver *> byRevision;
-  const FrameResolver *fallback = nullptr;
+  llvm::StringMap<const Snapshot *> byRevision;
+  const Snapshot *fallback = nullptr;
   for (const Snapshot &snapshot : snapshots) {
     if (snapshot.revision.empty())
-      fallback = fallback ? fallback : snapshot.resolver.get();
+      fallback = fallback ? fallback : &snapshot;
     else
-      byRevision.try_emplace(snapshot.revision, snapshot.resolver.get());
+      byRevision.try_emplace(snapshot.revision, &snapshot);
   }
-  auto getResolver = [&](llvm::StringRef revision) -> const FrameResolver & {
+  auto getSnapshot = [&](llvm::StringRef revision) -> const Snapshot * {
     if (!revision.empty() && revision == currentRevision)
-      return direct;
-    if (const FrameResolver *resolver = byRevision.lookup(revision))
-      return *resolver;
-    return fallback ? *fallback : byName;
+      return nullptr;
+    if (const Snapshot *snapshot = byRevision.lookup(revision))
+      return snapshot;
+    return fallback;
   };
   std::string root = options.root;
   if (root.empty())
@@ -702,6 +791,8 @@ LogicalResult fastci::mergeEvidence(Module &module,
     std::unique_ptr<llvm::MemoryBuffer> buffer;
     EvidenceFile file;
     const FrameResolver *resolver = nullptr;
+    /// The snapshot of the file's revision, if any.
+    const Module *recorded = nullptr;
   };
   // Each thread resolves a distinct frame text once, whichever files it
   // reads: the ranks of a test, the nights of a directory and the library
@@ -730,7 +821,14 @@ LogicalResult fastci::mergeEvidence(Module &module,
                                   : options.pyspyTestId;
     EvidenceReadOptions readOptions{
         [&](llvm::StringRef revision) -> const FrameResolver & {
-          slot.resolver = &getResolver(revision);
+          // The module's own revision maps directly; another without a
+          // snapshot is checked by name.
+          const Snapshot *snapshot = getSnapshot(revision);
+          slot.resolver = snapshot ? snapshot->resolver.get()
+                          : !revision.empty() && revision == currentRevision
+                              ? &direct
+                              : &byName;
+          slot.recorded = snapshot ? snapshot->module.get() : nullptr;
           return *slot.resolver;
         },
         root, pyspyTestId};
@@ -742,7 +840,7 @@ LogicalResult fastci::mergeEvidence(Module &module,
   Merger merger(module, options, diag, stats);
   auto merge = [&](Slot &slot) {
     merger.merge(inputs.evidence[slot.index], std::move(slot.buffer), slot.file,
-                 slot.resolver ? *slot.resolver : direct);
+                 slot.resolver ? *slot.resolver : direct, slot.recorded);
   };
 
   size_t numFiles = inputs.evidence.size();

@@ -118,6 +118,7 @@ private:
   void applyPolicy();
   void applyTestRules();
   void applyStaleEvidence(const Test &test, Verdict &verdict);
+  bool importRunsChange(EntityId body);
   void applyChange(const RelevantChange &change);
   bool applyParseError(const RelevantChange &change);
   bool applyModuleNames(const RelevantChange &change, llvm::StringRef scope);
@@ -174,6 +175,13 @@ private:
   std::vector<TestId> representative;
   /// For static tests that evidence tests stand for: how many.
   std::vector<uint32_t> numRepresented;
+  /// For stale module and class bodies: whether their import runs code
+  /// this merge request changed (found on first use, per body).
+  llvm::DenseMap<EntityId, bool> bodyRunsChange;
+  /// Static edges by the entity containing them, and every entity of a
+  /// change's region, built when a stale body first needs them.
+  std::vector<std::vector<size_t>> edgesFrom;
+  std::optional<llvm::DenseSet<EntityId>> changedCode;
   /// Whether parse-python wrote `names` (found on first use).
   mutable std::optional<bool> namesWritten;
   /// For those: whether every evidence test under it has exact evidence.
@@ -459,7 +467,16 @@ void Selector::applyStaleEvidence(const Test &test, Verdict &verdict) {
   }
   for (llvm::StringRef symbol : symbols) {
     EntityId entity = module.lookupEntity(symbol);
-    bool relevant = entity != kNoEntity && staleRelevant->contains(entity);
+    // A module's or class's own code (what runs when it is imported) runs
+    // what it calls and the bodies it imports, not the functions defined in
+    // it or in the modules it imports: its staleness matters only when its
+    // import runs changed code.
+    bool body = entity != kNoEntity &&
+                (module.getEntity(entity).kind == EntityKind::Module ||
+                 module.getEntity(entity).kind == EntityKind::Class);
+    bool relevant =
+        entity != kNoEntity &&
+        (body ? importRunsChange(entity) : staleRelevant->contains(entity));
     // Code that no longer exists under its name (deleted or moved since)
     // is matched against what this merge request changed by name: the old
     // symbol a rename in this change records, or, for code that moved to
@@ -494,6 +511,140 @@ void Selector::applyStaleEvidence(const Test &test, Verdict &verdict) {
     });
     return;
   }
+}
+
+/// Whether importing \p body (a module, or a class whose body runs when its
+/// module is imported) runs code this merge request changes: its own
+/// statements and those of the classes nested in it, the bodies of the
+/// modules it imports at module level (closure), the decorators and
+/// def-line defaults of the definitions in those bodies, and the functions
+/// their calls reach within `static-hops` call edges (with the bodies of
+/// the modules those functions import). Calls to code known only by a name
+/// that changed (deleted or moved) count as running it.
+bool Selector::importRunsChange(EntityId body) {
+  if (auto it = bodyRunsChange.find(body); it != bodyRunsChange.end())
+    return it->second;
+  buildImportGraph();
+  if (!changedCode) {
+    // A module-level definition is observed by the code reading its names
+    // (module-name), not by the bodies that run it.
+    changedCode.emplace();
+    for (const RelevantChange &change : changes.getChanges())
+      if (change.level != ModuleLevel::Definition ||
+          change.entity == kNoEntity ||
+          module.getEntity(change.entity).kind != EntityKind::Module ||
+          !hasNames(change.entity))
+        changedCode->insert(change.region.begin(), change.region.end());
+    edgesFrom.assign(module.getNumEntities(), {});
+    for (const auto &[index, edge] : llvm::enumerate(module.getEdges()))
+      if (edge.from < module.getNumEntities())
+        edgesFrom[edge.from].push_back(index);
+  }
+  auto namesChangedCode = [&](llvm::StringRef name) {
+    return llvm::any_of(changes.getChanges(), [&](const RelevantChange &c) {
+      return c.entity == kNoEntity && llvm::is_contained(c.oldSymbols, name);
+    });
+  };
+  llvm::DenseSet<EntityId> bodies, functions;
+  std::vector<EntityId> bodyWork;
+  std::vector<std::pair<EntityId, unsigned>> callWork;
+  auto addBodies = [&](llvm::ArrayRef<EntityId> roots) {
+    for (EntityId root : roots)
+      for (EntityId module :
+           imports->getImportClosure(root, kNoEntity, /*moduleLevelOnly=*/true))
+        if (bodies.insert(module).second)
+          bodyWork.push_back(module);
+  };
+  // A call's target runs: a function, or a class (constructing it runs its
+  // methods, as static reach assumes).
+  auto call = [&](const StaticEdge &edge, unsigned hops) {
+    EntityId to = edge.to < module.getNumEntities()
+                      ? edge.to
+                      : module.lookupEntity(edge.name);
+    if (to == kNoEntity)
+      return namesChangedCode(edge.name);
+    if (hops <= options.staticHops && functions.insert(to).second)
+      callWork.emplace_back(to, hops);
+    return false;
+  };
+  bool found = false;
+  if (module.getEntity(body).kind == EntityKind::Module)
+    addBodies(body);
+  else if (bodies.insert(body).second)
+    bodyWork.push_back(body);
+  while (!found && (!bodyWork.empty() || !callWork.empty())) {
+    if (!bodyWork.empty()) {
+      EntityId at = bodyWork.back();
+      bodyWork.pop_back();
+      for (EntityId member : changes.getRegion(at)) {
+        // Only the body itself and classes nested through classes run with
+        // it; of a function nested in them, its decorators and the defaults
+        // on its def line.
+        bool runs = true;
+        for (EntityId up = member; up != at && up != kNoEntity;
+             up = module.getEntity(up).parent)
+          if (module.getEntity(up).kind != EntityKind::Class) {
+            runs = false;
+            break;
+          }
+        EntityId parent = module.getEntity(member).parent;
+        bool definitionOfBody =
+            !runs && module.getEntity(member).kind == EntityKind::Function &&
+            parent != kNoEntity && (bodies.contains(parent) || [&] {
+              for (EntityId up = parent; up != at && up != kNoEntity;
+                   up = module.getEntity(up).parent)
+                if (module.getEntity(up).kind != EntityKind::Class)
+                  return false;
+              return true;
+            }());
+        if (!runs && !definitionOfBody)
+          continue;
+        if (runs && changedCode->contains(member)) {
+          found = true;
+          break;
+        }
+        uint32_t defLine = module.getEntity(member).range.startLine;
+        for (size_t index : edgesFrom[member]) {
+          const StaticEdge &edge = module.getEdges()[index];
+          if (definitionOfBody && edge.line > defLine)
+            continue;
+          if (edge.kind == EdgeKind::Call && call(edge, 1)) {
+            found = true;
+            break;
+          }
+        }
+        if (found)
+          break;
+      }
+      continue;
+    }
+    auto [at, hops] = callWork.back();
+    callWork.pop_back();
+    for (EntityId member : changes.getRegion(at)) {
+      if (changedCode->contains(member)) {
+        found = true;
+        break;
+      }
+      for (size_t index : edgesFrom[member]) {
+        const StaticEdge &edge = module.getEdges()[index];
+        if (edge.kind == EdgeKind::Import) {
+          // Calling a function that imports a module runs that module.
+          EntityId target = edge.to < module.getNumEntities()
+                                ? getModuleOf(edge.to)
+                                : imports->lookupModule(edge.name);
+          if (target != kNoEntity)
+            addBodies(target);
+        } else if (call(edge, hops + 1)) {
+          found = true;
+          break;
+        }
+      }
+      if (found)
+        break;
+    }
+  }
+  bodyRunsChange[body] = found;
+  return found;
 }
 
 void Selector::applyChange(const RelevantChange &change) {

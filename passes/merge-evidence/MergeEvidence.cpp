@@ -68,6 +68,9 @@ struct MergeEvidencePass : PassWrapper<MergeEvidencePass> {
   Statistic numRecords{this, "num-records", "Evidence records added"};
   Statistic numAddedTests{this, "num-added-tests",
                           "Tests added because only evidence names them"};
+  Statistic numGoneTests{this, "num-gone-tests",
+                         "Tests whose evidence was dropped: deleted since "
+                         "recording"};
 
   LogicalResult initialize(DiagnosticEngine &diag) override {
     if (directory.getValue().empty()) {
@@ -99,6 +102,7 @@ struct MergeEvidencePass : PassWrapper<MergeEvidencePass> {
     numStaleSamples += stats.staleSamples;
     numRecords += stats.records;
     numAddedTests += stats.addedTests;
+    numGoneTests += stats.goneTests;
     if (printGraph)
       getAnalysis<EvidenceGraph>().print(llvm::outs());
   }

@@ -5,7 +5,8 @@
 #   utils/replay/run.sh [DIR] [STATE]      # defaults: build/replay, DIR/state
 #   TRUTH=OLDSTATE utils/replay/run.sh [DIR] [STATE]
 #
-# Both replays run side by side (nice'd); each is resumable: rerun the same
+# Both replays run side by side (nice'd; SEQUENTIAL=1: one after the other);
+# each is resumable: rerun the same
 # command after an interruption. FASTCI_OPT (default build/bin/fastci-opt)
 # names the fastci-opt under test. With TRUTH, only FastCI is re-scored
 # (collect + plan at the same commits) on the ground truth and baselines of
@@ -63,14 +64,23 @@ run_ignite() {
 }
 
 began=$(date +%s)
-run_accelerate > "$STATE/accelerate.out" 2>&1 &
-a=$!
-run_ignite > "$STATE/ignite.out" 2>&1 &
-i=$!
-wait $a; rc_a=$?
-echo "accelerate replay: exit $rc_a after $(( $(date +%s) - began ))s"
-wait $i; rc_i=$?
-echo "ignite replay: exit $rc_i after $(( $(date +%s) - began ))s"
+if [ -n "${SEQUENTIAL:-}" ]; then
+  # One after the other (a shared machine): each line says its own time.
+  run_accelerate > "$STATE/accelerate.out" 2>&1; rc_a=$?
+  echo "accelerate replay: exit $rc_a after $(( $(date +%s) - began ))s"
+  began=$(date +%s)
+  run_ignite > "$STATE/ignite.out" 2>&1; rc_i=$?
+  echo "ignite replay: exit $rc_i after $(( $(date +%s) - began ))s"
+else
+  run_accelerate > "$STATE/accelerate.out" 2>&1 &
+  a=$!
+  run_ignite > "$STATE/ignite.out" 2>&1 &
+  i=$!
+  wait $a; rc_a=$?
+  echo "accelerate replay: exit $rc_a after $(( $(date +%s) - began ))s"
+  wait $i; rc_i=$?
+  echo "ignite replay: exit $rc_i after $(( $(date +%s) - began ))s"
+fi
 if [ $rc_a -ne 0 ] || [ $rc_i -ne 0 ]; then
   grep -h "error:" "$STATE/accelerate.out" "$STATE/ignite.out" >&2
   exit 1

@@ -38,10 +38,14 @@ enum class PolicyAction : uint8_t {
   Extension,
   /// Affects every test.
   All,
+  /// Python code whose changes reach the tests at or below its directory
+  /// as well (pytest's `conftest.py` scope): mapped like Python, plus those
+  /// tests; every test for a file at the repository root.
+  DirectoryTests,
 };
 
 /// The keyword naming \p action in a policy file (`ignore`, `python`,
-/// `tests`, `extension`, `all`).
+/// `tests`, `extension`, `all`, `directory`).
 llvm::StringRef stringifyPolicyAction(PolicyAction action);
 
 /// One `rules:` entry.

@@ -65,6 +65,9 @@ struct MergeEvidenceStats {
   uint64_t lines = 0, malformedLines = 0;
   uint64_t samples = 0, staleSamples = 0;
   uint64_t records = 0, addedTests = 0;
+  /// Tests whose evidence was dropped: they existed when recorded and no
+  /// longer do (docs/Evidence.md, "Unknown tests").
+  uint64_t goneTests = 0;
 };
 
 /// Merges the evidence under \p options.directory into \p module. Bad files

@@ -243,6 +243,60 @@ def _targets(blocks, source):
     return plain, calls
 
 
+def import_block_lines(source):
+    """Lines of module-level statements that only import: `import`/`from ...
+    import` statements, and `if`/`try` blocks made of them (and `pass`),
+    headers included. Executing such a line only binds names (unless the
+    import fails): the report flags misses whose every hit is one of them
+    (docs/Evaluation.md, "Ground-truth caveats"). None when unparsable."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+    def imports_only(statements):
+        for node in statements:
+            if isinstance(node, (ast.Import, ast.ImportFrom, ast.Pass)):
+                continue
+            if isinstance(node, ast.If) and imports_only(node.body) and imports_only(node.orelse):
+                continue
+            if isinstance(node, ast.Try) and imports_only(node.body) and imports_only(node.orelse) \
+                    and imports_only(node.finalbody) \
+                    and all(imports_only(h.body) for h in node.handlers):
+                continue
+            return False
+        return True
+
+    lines = set()
+    for node in tree.body:
+        if imports_only([node]):
+            lines.update(range(node.lineno, node.end_lineno + 1))
+    return lines
+
+
+def import_only_hits(repo, parent, sha, hits, cache=None):
+    """True when every hit ("-path:line" at `parent`, "+path:line" at `sha`)
+    is on a module-level import line (import_block_lines)."""
+    cache = {} if cache is None else cache
+    if not hits:
+        return False
+    for hit in hits:
+        sign, rest = hit[0], hit[1:]
+        if rest.endswith("(call)"):
+            return False
+        path, _, line = rest.rpartition(":")
+        revision = parent if sign == "-" else sha
+        key = (revision, path)
+        if key not in cache:
+            text = show(repo, revision, path)
+            cache[key] = import_block_lines(text) if text is not None else None
+        lines = cache[key]
+        if lines is None or not line.isdigit() or int(line) not in lines:
+            return False
+    return True
+
+
 class Targets:
     """Per file: old-file targets (deletions) and new-file ones (additions),
     plain lines and function calls (see _targets)."""

@@ -806,7 +806,35 @@ def format_table(config, records):
         lines.append("  %-13s %8.1f %% %10s %16s %15s %16s %11d %12d" % (
             name, 100 * share, ratio, recall, "%d/%d" % (f["caught"], f["killable"]),
             "%d/%d" % (len(f["missed"]), len(records)), f["unknown"], f["out_of_scope"]))
+    imports = import_only_misses(config, records)
+    if imports:
+        lines.append("  fastci commits whose every miss is an affected test hitting only "
+                     "module-level import lines: %s (%d of %d with a miss)" % (
+                         ", ".join(str(i) for i in imports), len(imports),
+                         len(figures["fastci"]["missed"])))
     return "\n".join(lines)
+
+
+def import_only_misses(config, records):
+    """Commits where FastCI missed no mutant and every affected test it
+    missed hits only module-level import lines (their only effect is to bind
+    names, which FastCI's module-name rule follows): the line truth counts
+    such a line for every test executing the file (docs/Evaluation.md)."""
+    found, cache = [], {}
+    for r in records:
+        sel = set(r["selected"]["fastci"])
+        missed = set(r["affected"]) - sel
+        if not missed or any(m["killers"] and not sel.intersection(m["killers"])
+                             for m in r["mutants"]):
+            continue
+        try:
+            if all(changes_mod.import_only_hits(config["repo"], r["parent"], r["sha"],
+                                                r.get("hits", {}).get(t), cache)
+                   for t in missed):
+                found.append(r["index"])
+        except (OSError, changes_mod.GitError):
+            return []
+    return found
 
 
 def format_rule_summary(records):

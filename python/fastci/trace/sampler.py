@@ -207,8 +207,10 @@ class Sampler:
         self._recorder.take()  # the parent's, already attributed there
         self._recorder.reset()
         if self._sinks:
+            # A fork child runs no module body it inherited: the modules in
+            # sys.modules now are the parent's (its record lists those the
+            # test imported), so the child reports only what it imports itself.
             self._sinks = [Sink(self._sinks[-1].test_id, self.config.out)]
-            self._sinks[-1].modules_before = set()  # a child reports all its modules
             self.start()
             self._start_burst(self._sinks[-1])
 

@@ -269,6 +269,19 @@ def test_targets_of_additions_and_deletions():
     assert t.hits(None, None, {"m.py": {1, 4}}, {"m.py": {1}}) == ["+m.py:1(call)"]
 
 
+def test_import_block_lines():
+    """Module-level import statements and if/try blocks made only of them
+    (the report flags misses hitting nothing else); other code is not."""
+    source = ("import os\n"
+              "from .utils import (\n    a,\n    b,\n)\n"
+              "try:\n    from torch import X\nexcept ImportError:\n    from torch import Y as X\n"
+              "if flag():\n    import json\nelse:\n    pass\n"
+              "if flag():\n    import yaml\n    setup()\n"
+              "def f():\n    import re\n")
+    assert changes.import_block_lines(source) == set(range(1, 14))
+    assert changes.import_block_lines("def (") is None
+
+
 def test_mutants_operators():
     import random
     source = "def f(a, b):\n    if a < b:\n        a = b - 1\n    return 3\n"

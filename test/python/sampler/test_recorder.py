@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PYTHON, clean_env, other_pythons, recorded, run_inner_pytest, write
+from conftest import (PYTHON, clean_env, other_pythons, read_evidence_file, recorded,
+                      run_inner_pytest, write)
 
 ROOT = Path(__file__).resolve().parents[3]
 FASTCI_OPT = Path(os.environ.get("FASTCI_BUILD_DIR", ROOT / "build")) / "bin" / "fastci-opt"
@@ -142,6 +143,56 @@ def test_reads_functions_and_import_time(repo):
     assert {"test_lazy_import_and_child", "level"} <= lazy["functions"]
     assert {"pkg/lazy.py", "pkg/model.py", "pkg/registry.py", "pkg/__init__.py"} <= lazy["imports"]
     assert "configs/child.yaml" in lazy["reads"]
+
+
+def test_fork_child_reports_only_its_own_imports(repo):
+    """A fork child (a DataLoader worker) inherits the parent's sys.modules, whose
+    bodies it never runs: its file lists only what it imports after the fork,
+    not the pytest process's modules (which made every import-time change reach
+    the tests forking workers)."""
+    write(repo / "pkg" / "forked.py", """
+        def value():
+            return 1
+    """)
+    write(repo / "tests" / "test_fork.py", """
+        import multiprocessing
+
+        from pkg import model
+
+        def work(queue):
+            import pkg.forked
+            queue.put(pkg.forked.value() + model.linear(1))
+
+        def test_fork_worker():
+            import pkg.lazy  # imported by the test in the parent, before the fork
+            ctx = multiprocessing.get_context("fork")
+            queue = ctx.Queue()
+            child = ctx.Process(target=work, args=(queue,))
+            child.start()
+            assert queue.get(timeout=60) == 3
+            child.join(60)
+            assert child.exitcode == 0
+    """)
+    out = repo / "ev"
+    proc = run_inner_pytest(repo, "--fastci-trace-out", str(out), "tests/test_fork.py",
+                            env=clean_env(PYTHONPATH=os.pathsep.join(
+                                [clean_env()["PYTHONPATH"], str(repo)])))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    by_pid = {}
+    for path in sorted(out.rglob("*.stacks")):
+        evidence = read_evidence_file(path)
+        if evidence.header["test-id"] == "tests/test_fork.py::test_fork_worker":
+            entry = by_pid.setdefault(evidence.header["pid"], {"imports": set(), "functions": set()})
+            entry["imports"].update(evidence.imports)
+            entry["functions"].update(f.qualname for f in evidence.functions)
+    parent = [e for e in by_pid.values() if "test_fork_worker" in e["functions"]]
+    child = [e for e in by_pid.values() if "work" in e["functions"]]
+    assert len(parent) == 1 and len(child) == 1, by_pid
+    assert child[0]["imports"] == {"pkg/forked.py"}, child[0]
+    assert "pkg/lazy.py" in parent[0]["imports"], parent[0]
+    assert "pkg/forked.py" not in parent[0]["imports"], parent[0]
+    # what the child ran is recorded afresh, inherited code included
+    assert {"work", "linear", "value"} <= child[0]["functions"], child[0]
 
 
 def test_identical_evidence_in_two_runs(repo):
