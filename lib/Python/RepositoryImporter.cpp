@@ -365,6 +365,18 @@ LogicalResult Importer::run() {
     std::vector<EntityId> ids;
   };
   std::vector<Placed> placed(files.size());
+  {
+    size_t numEntities = 0, numEdges = 0;
+    for (const FileResult &result : results)
+      if (result.summary) {
+        numEntities += 2 + result.summary->entities.size();
+        numEdges += result.summary->edges.size();
+      }
+    module.reserveEntities(numEntities);
+    module.reserveEdges(numEdges);
+  }
+  // The summaries are not needed after this: their strings are moved into
+  // the attributes rather than copied.
   for (size_t i = 0; i < files.size(); ++i) {
     const SourceFile &file = files[i];
     FileResult &result = results[i];
@@ -374,7 +386,7 @@ LogicalResult Importer::run() {
                 "cannot read file: " + result.readError);
       continue;
     }
-    const FileSummary &summary = *result.summary;
+    FileSummary &summary = *result.summary;
     ++(result.fromCache ? stats.filesCached : stats.filesParsed);
     for (const FileWarning &warning : summary.warnings)
       diag.emit(Severity::Warning, diskPath, warning.line, warning.column,
@@ -392,9 +404,10 @@ LogicalResult Importer::run() {
       if (summary.parseError)
         attrs.set(attr::kParseError, Attribute::getBool(true));
       if (!summary.moduleNames.empty())
-        attrs.set(attr::kNames, Attribute::getStringList(summary.moduleNames));
+        attrs.set(attr::kNames,
+                  Attribute::takeStringList(std::move(summary.moduleNames)));
     }
-    for (const EntitySummary &entity : summary.entities) {
+    for (EntitySummary &entity : summary.entities) {
       EntityId parent = entity.parent == kModuleScope
                             ? entry.moduleId
                             : entry.ids[entity.parent];
@@ -406,7 +419,7 @@ LogicalResult Importer::run() {
       AttrDict &attrs = module.getEntity(id).attrs;
       if (!entity.decorators.empty())
         attrs.set(python::attr::kDecorators,
-                  Attribute::getStringList(entity.decorators));
+                  Attribute::takeStringList(std::move(entity.decorators)));
       if (entity.isAsync)
         attrs.set(python::attr::kAsync, Attribute::getBool(true));
       if (entity.isLambda)
@@ -414,7 +427,8 @@ LogicalResult Importer::run() {
       if (entity.isFixture)
         attrs.set(python::attr::kFixture, Attribute::getBool(true));
       if (!entity.names.empty())
-        attrs.set(attr::kNames, Attribute::getStringList(entity.names));
+        attrs.set(attr::kNames,
+                  Attribute::takeStringList(std::move(entity.names)));
       entry.ids.push_back(id);
     }
     stats.bytesRead += result.size;
@@ -423,7 +437,7 @@ LogicalResult Importer::run() {
   for (size_t i = 0; i < files.size(); ++i) {
     if (!results[i].summary)
       continue;
-    const FileSummary &summary = *results[i].summary;
+    FileSummary &summary = *results[i].summary;
     const Placed &entry = placed[i];
     auto localToId = [&](LocalId local) {
       return local == kModuleScope ? entry.moduleId : entry.ids[local];
@@ -442,7 +456,7 @@ LogicalResult Importer::run() {
             StringRef(edge.target).take_front(edge.modulePrefix));
       module.addEdge(staticEdge);
     }
-    for (const TestSummary &testSummary : summary.tests) {
+    for (TestSummary &testSummary : summary.tests) {
       if (module.lookupTest(testSummary.nodeId) != kNoTest)
         continue;
       TestId id = module.addTest(testSummary.nodeId);
@@ -451,8 +465,8 @@ LogicalResult Importer::run() {
       if (!testSummary.entrySymbol.empty() &&
           module.lookupEntity(testSummary.entrySymbol) != kNoEntity)
         test.entry = module.lookupEntity(testSummary.entrySymbol);
-      test.tags = testSummary.tags;
-      test.scope = testSummary.scope;
+      test.tags = std::move(testSummary.tags);
+      test.scope = std::move(testSummary.scope);
       for (const WorkloadValue &value : testSummary.workload)
         test.workload.set(value.key, value.value);
       if (testSummary.floors.present)
@@ -464,7 +478,8 @@ LogicalResult Importer::run() {
         test.attrs.set(attr::kInheritedUnknown, Attribute::getBool(true));
       if (testSummary.enclosing) {
         test.attrs.set(attr::kEnclosing, Attribute::getBool(true));
-        test.attrs.set(attr::kEnclosingReason, Attribute::getString(testSummary.reason));
+        test.attrs.set(attr::kEnclosingReason,
+                       Attribute::getString(testSummary.reason));
       }
     }
   }
