@@ -49,6 +49,15 @@ struct FileResult {
   bool fromCache = false;
   /// Taken from the cache on its size and modification time alone.
   bool statClean = false;
+  /// Parsed with tree-sitter in this run.
+  bool parsed = false;
+  /// From the cache: whether its items were linked, and from which files
+  /// (SummaryCacheEntry::linkReads).
+  bool cachedLinked = false;
+  StringRef cachedReads;
+  /// Linked in this run, having read these files.
+  bool relinked = false;
+  std::string reads;
   /// The summary's binary form for the cache: the cached bytes, or the
   /// new serialization.
   StringRef cachedBytes;
@@ -113,10 +122,11 @@ public:
 
 private:
   FileResult processFile(const SourceFile &file) const;
-  /// Replaces the cache with this run's files when anything changed.
+  /// Replaces the cache with this run's files; \p link is null when the
+  /// link was skipped (nothing changed).
   void writeCache(llvm::ArrayRef<SourceFile> files,
                   std::vector<FileResult> &results,
-                  llvm::ArrayRef<size_t> relinked) const;
+                  const LinkResult *link) const;
   std::string getDiskPath(StringRef relPath) const {
     llvm::SmallString<256> path(options.tree.root);
     llvm::sys::path::append(path, relPath);
@@ -181,6 +191,8 @@ FileResult Importer::processFile(const SourceFile &file) const {
     result.summary = std::move(*summary);
     result.fromCache = true;
     result.cachedBytes = entry->summary;
+    result.cachedLinked = entry->linked;
+    result.cachedReads = entry->linkReads;
     return true;
   };
   if (entry && entry->size == file.size && entry->mtimeNs == file.mtimeNs &&
@@ -207,19 +219,23 @@ FileResult Importer::processFile(const SourceFile &file) const {
     return result;
   result.summary =
       analyzePythonSource(source, file.path, file.moduleName, pytestConfig);
+  result.parsed = true;
   return result;
 }
 
 void Importer::writeCache(llvm::ArrayRef<SourceFile> files,
                           std::vector<FileResult> &results,
-                          llvm::ArrayRef<size_t> relinked) const {
+                          const LinkResult *link) const {
   // Summaries are stored as linked: those whose items the link recomputed
   // are serialized again.
-  for (size_t index : relinked)
-    if (results[index].summary) {
-      results[index].serialized = serializeSummary(*results[index].summary);
-      results[index].fromCache = false;
-    }
+  if (link)
+    for (auto [index, reads] : llvm::zip(link->relinked, link->reads))
+      if (results[index].summary) {
+        results[index].serialized = serializeSummary(*results[index].summary);
+        results[index].fromCache = false;
+        results[index].relinked = true;
+        results[index].reads = std::move(reads);
+      }
   std::vector<SummaryCacheEntry> entries;
   entries.reserve(files.size());
   for (auto [file, result] : llvm::zip(files, results)) {
@@ -236,6 +252,12 @@ void Importer::writeCache(llvm::ArrayRef<SourceFile> files,
       result.serialized = serializeSummary(*result.summary);
     entry.summary =
         result.fromCache ? result.cachedBytes : StringRef(result.serialized);
+    // What the next run needs to decide whether to link the file again.
+    size_t index = &result - results.data();
+    entry.linked = link ? bool(link->linked[index]) : result.cachedLinked;
+    entry.linkReads = result.relinked ? StringRef(result.reads)
+                      : entry.linked  ? result.cachedReads
+                                      : StringRef();
     entries.push_back(entry);
   }
   // Failures only cost the cache hits next time.
@@ -333,27 +355,47 @@ LogicalResult Importer::run() {
     });
   }
   lap(stats.filesMicros);
-  // The cache holds summaries as linked last time: when no file changed
-  // (and the set of files did not), linking again would give the same
-  // items.
-  bool unchanged = cache && cache->size() == files.size() &&
-                   llvm::all_of(results, [](const FileResult &result) {
-                     return result.statClean;
+  // The cache holds summaries as linked last time: when the set of files is
+  // the same, a file keeps its linked items unless it or a file its
+  // collection read changed; when no content changed, linking again would
+  // give the same items.
+  bool sameFiles = cache && cache->size() == files.size() &&
+                   llvm::all_of(files, [&](const SourceFile &file) {
+                     return cache->lookup(file.path) != nullptr;
                    });
-  std::vector<size_t> relinked;
+  bool unchanged =
+      sameFiles && llvm::all_of(results, [](const FileResult &result) {
+        return result.fromCache;
+      });
+  std::optional<LinkResult> link;
   if (!unchanged) {
+    auto isFresh = [&](size_t i) { return !results[i].fromCache; };
+    auto readsOf = [&](size_t i) -> std::optional<StringRef> {
+      if (results[i].fromCache && results[i].cachedLinked)
+        return results[i].cachedReads;
+      return std::nullopt;
+    };
+    PreviousLink previous;
+    previous.sameFiles = sameFiles;
+    previous.isFresh = isFresh;
+    previous.readsOf = readsOf;
     // Tests inherited across modules need every file's summary.
-    relinked = linkPytestItems(
+    link = linkPytestItems(
         files,
         [&](size_t i) {
           return results[i].summary ? &*results[i].summary : nullptr;
         },
-        pytestConfig, options.jobs);
+        pytestConfig, options.jobs, cache ? &previous : nullptr);
+    stats.filesLinked = link->relinked.size();
   }
   lap(stats.linkMicros);
   if (cache) {
-    if (!unchanged)
-      writeCache(files, results, relinked);
+    // Also when only stat data changed (a touched file): the next run then
+    // trusts it without reading it.
+    if (!unchanged || !llvm::all_of(results, [](const FileResult &result) {
+          return result.statClean || !result.summary;
+        }))
+      writeCache(files, results, link ? &*link : nullptr);
     // The mapping is no longer needed: cached summaries were copied out.
     cache.reset();
   }
@@ -387,7 +429,7 @@ LogicalResult Importer::run() {
       continue;
     }
     FileSummary &summary = *result.summary;
-    ++(result.fromCache ? stats.filesCached : stats.filesParsed);
+    ++(result.parsed ? stats.filesParsed : stats.filesCached);
     for (const FileWarning &warning : summary.warnings)
       diag.emit(Severity::Warning, diskPath, warning.line, warning.column,
                 warning.message);
