@@ -65,8 +65,10 @@ struct ParsePythonPass : PassWrapper<ParsePythonPass> {
   Statistic filesMicros{this, "us-files",
                         "Microseconds summarizing files (cache hits, reads, "
                         "parses)"};
-  Statistic cacheWriteMicros{this, "us-cache-write",
-                             "Microseconds writing the summary cache"};
+  Statistic cacheWriteMicros{
+      this, "us-cache-write",
+      "Microseconds writing the summary cache (beyond the IR build, which "
+      "the write overlaps)"};
   Statistic linkMicros{this, "us-link",
                        "Microseconds linking pytest items across files"};
   Statistic buildMicros{this, "us-ir", "Microseconds building the IR"};
