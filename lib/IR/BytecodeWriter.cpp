@@ -10,6 +10,7 @@
 #include "Bytecode.h"
 #include "fastci/IR/Printer.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cstring>
 
@@ -25,7 +26,8 @@ public:
 
 private:
   void writeByte(uint8_t byte) { body.push_back(static_cast<char>(byte)); }
-  static void writeVarint(std::string &out, uint64_t value) {
+  template <typename Buffer>
+  static void writeVarint(Buffer &out, uint64_t value) {
     do {
       uint8_t byte = value & 0x7f;
       value >>= 7;
@@ -75,7 +77,8 @@ private:
   void writeAttrDict(const AttrDict &dict);
 
   const Module &module;
-  std::string body;
+  /// (Not a std::string, whose push_back is a call per byte.)
+  llvm::SmallVector<char, 0> body;
   /// Keys point into the module, which outlives the writer: no copies.
   llvm::DenseMap<llvm::StringRef, uint32_t, StringKeyInfo> stringIds;
   llvm::DenseMap<std::pair<const char *, size_t>, uint32_t> stringIdsByAddress;
@@ -138,9 +141,14 @@ void BytecodeWriter::write(llvm::raw_ostream &os) {
   writeAttrDict(module.getAttrs());
 
   writeVarint(module.getNumEntities());
+  // Each symbol's string id, for the edges that name their target's symbol
+  // (most resolved ones, which share its storage): no lookup for them.
+  std::vector<uint32_t> symbolIds;
+  symbolIds.reserve(module.getNumEntities());
   for (const Entity &entity : module.getEntities()) {
     writeByte(static_cast<uint8_t>(entity.kind));
-    writeNodeString(entity.symbol);
+    symbolIds.push_back(getStringId(entity.symbol));
+    writeVarint(symbolIds.back());
     writeOptionalId(entity.parent, kNoEntity);
     writeVarint(entity.range.startLine);
     writeVarint(entity.range.startColumn);
@@ -155,7 +163,12 @@ void BytecodeWriter::write(llvm::raw_ostream &os) {
     writeByte(static_cast<uint8_t>(edge.kind));
     writeOptionalId(edge.from, kNoEntity);
     writeOptionalId(edge.to, kNoEntity);
-    writeNodeString(edge.name);
+    if (edge.to < symbolIds.size() &&
+        edge.name.data() == module.getEntity(edge.to).symbol.data() &&
+        edge.name.size() == module.getEntity(edge.to).symbol.size())
+      writeVarint(symbolIds[edge.to]);
+    else
+      writeNodeString(edge.name);
     writeVarint(edge.line);
   }
 
@@ -243,7 +256,8 @@ void BytecodeWriter::write(llvm::raw_ostream &os) {
     writeVarint(header, str.size());
     header.append(str.data(), str.size());
   }
-  os << header << body;
+  os << header;
+  os.write(body.data(), body.size());
 }
 
 void fastci::writeModuleBytecode(const Module &module, llvm::raw_ostream &os) {

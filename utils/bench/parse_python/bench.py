@@ -150,7 +150,8 @@ def main():
     parser.add_argument("--cores", default="0,1")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=5,
-                        help="interleaved 1-thread/N-thread cold run pairs")
+                        help="interleaved 1-thread/N-thread cold run pairs "
+                        "(and at least as many warm reruns of each kind)")
     parser.add_argument("--split", help="fastci-parse-python-split binary "
                         "(default: next to --opt)")
     parser.add_argument("--no-split", action="store_true")
@@ -208,7 +209,7 @@ def main():
         changed = paths[len(paths) // 2]
         unchanged, incremental = [], []
         unchanged_stages, incremental_stages = {}, {}
-        for i in range(args.repeat):
+        for i in range(max(args.repeat, args.pairs)):
             unchanged.append(fastci_run(args.opt, root, jobs, cache,
                                         unchanged_stages, ir))
             with open(changed, "a") as f:
