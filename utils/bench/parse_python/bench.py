@@ -133,6 +133,16 @@ def spread(values, scale=1000, unit="ms"):
             f"({min(values) * scale:.0f}-{max(values) * scale:.0f})")
 
 
+def compare(label, walls, cpus, peer, peer_walls, peer_cpus, scale=1000,
+            unit="ms"):
+    """One run kind's wall and CPU time next to a peer's, with the ratios."""
+    peer_wall, peer_cpu = median(peer_walls), median(peer_cpus)
+    return (f"{label}: wall {spread(walls, scale, unit)}, CPU "
+            f"{spread(cpus, scale, unit)}; {peer}: {peer_wall:.2f} s wall, "
+            f"{peer_cpu:.2f} s CPU; ratio {peer_wall / median(walls):.2f}x "
+            f"wall, {peer_cpu / median(cpus):.2f}x CPU")
+
+
 def stage_line(stages):
     order = ["walk", "cache-read", "files", "cache-write", "link", "ir"]
     parts = [f"{name} {median(stages[name]) / 1000:.0f}"
@@ -246,29 +256,23 @@ def main():
               f"{mb / theirs_wall:.1f} MB/s")
         print(f"speedup: {theirs_wall / ours_wall:.2f}x wall, "
               f"{theirs_cpu / ours_cpu:.2f}x CPU")
-        walls1 = [r[0] for r in single]
-        wallsN = [r[0] for r in multi]
-        print(f"cold, {args.pairs} interleaved pairs, median (min-max): "
-              f"1 thread: {spread(walls1, 1, 's')}; {jobs} threads: "
-              f"{spread(wallsN, 1, 's')}; wall speedup "
-              f"{median(walls1) / median(wallsN):.2f}x, per-file stage "
-              f"{median(single_stages['files']) / median(multi_stages['files']):.2f}x"
-              f"; CPU {median([r[1] for r in single]):.2f} s vs "
-              f"{median([r[1] for r in multi]):.2f} s")
+        walls1, cpus1 = [r[0] for r in single], [r[1] for r in single]
+        wallsN, cpusN = [r[0] for r in multi], [r[1] for r in multi]
+        print(f"cold, {args.pairs} interleaved pairs, median (min-max); "
+              f"1 thread: wall {spread(walls1, 1, 's')}, CPU "
+              f"{spread(cpus1, 1, 's')}")
+        print(compare(f"cold, {jobs} threads", wallsN, cpusN, "1 thread",
+                      walls1, cpus1, 1, "s") +
+              "; per-file stage "
+              f"{median(single_stages['files']) / median(multi_stages['files']):.2f}x")
         print(f"  1 thread  {stage_line(single_stages)}")
         print(f"  {jobs} threads {stage_line(multi_stages)}")
-        cold_wall = median(wallsN)
-        cold_cpu = median([r[1] for r in multi])
         for label, runs, stages in (
                 ("nothing changed", unchanged, unchanged_stages),
                 ("one file edited", incremental, incremental_stages)):
-            walls = [r[0] for r in runs]
-            cpus = [r[1] for r in runs]
-            print(f"warm rerun, {label}: wall {spread(walls)}, CPU "
-                  f"{spread(cpus)}; against the cold run ({jobs} threads, "
-                  f"{cold_wall:.2f} s wall, {cold_cpu:.2f} s CPU): "
-                  f"{cold_wall / median(walls):.0f}x wall, "
-                  f"{cold_cpu / median(cpus):.0f}x CPU")
+            print(compare(f"warm rerun, {label}", [r[0] for r in runs],
+                          [r[1] for r in runs], f"the cold run ({jobs} threads)",
+                          wallsN, cpusN))
             linked = stages.get("files-linked")
             print(f"  {stage_line(stages)}" +
                   (f"; test files linked again: {median(linked):.0f}"
