@@ -3,8 +3,8 @@
 // A depth-first walk that carries the stack of .gitignore files in effect and
 // the identities of the directories above it (to break symlink cycles). The
 // walk is cheap next to parsing, so it stays sequential and simple;
-// parallelism starts once the file list is known. On a warm run it is a
-// large share of the time, so it stats only what it must (Python files and
+// parallelism starts once the file list is known. A warm run parses nothing,
+// so there the walk shows: it stats only what it must (Python files and
 // links), taking every other entry's type from the directory listing.
 //
 //===----------------------------------------------------------------------===//
@@ -124,7 +124,7 @@ void Walker::walk(StringRef relDir, StringRef absDir, bool isRoot) {
   // The listing comes first: readdir's entry types make a stat unnecessary
   // for everything but the Python files and symbolic links, and the
   // listing answers whether .gitignore or pyvenv.cfg exist (two lookups per
-  // directory otherwise). A warm run is mostly this walk.
+  // directory otherwise).
   struct Entry {
     std::string name;
     bool isDir;
