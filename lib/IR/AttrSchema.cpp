@@ -8,6 +8,7 @@
 #include "fastci/IR/AttrSchema.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 #include <mutex>
 #include <shared_mutex>
@@ -18,6 +19,9 @@ namespace {
 struct Registry {
   std::shared_mutex mutex;
   std::vector<AttrDecl> decls;
+  /// The positions in `decls` of each name's declarations: the verifier
+  /// looks up every attribute of every node, so this is not a scan.
+  llvm::StringMap<llvm::SmallVector<unsigned, 2>> byName;
 };
 Registry &getRegistry() {
   static Registry registry;
@@ -64,15 +68,21 @@ void fastci::registerAttrDecls(llvm::ArrayRef<AttrDecl> decls) {
     });
     registry.decls.push_back(decl);
   }
+  registry.byName.clear();
+  for (auto [index, decl] : llvm::enumerate(registry.decls))
+    registry.byName[decl.name].push_back(index);
 }
 
 std::optional<AttrDecl> fastci::lookupAttrDecl(AttrHost host,
                                                llvm::StringRef name) {
   Registry &registry = getRegistry();
   std::shared_lock lock(registry.mutex);
-  for (const AttrDecl &decl : registry.decls)
-    if (decl.name == name && (decl.hosts & unsigned(host)))
-      return decl;
+  auto it = registry.byName.find(name);
+  if (it == registry.byName.end())
+    return std::nullopt;
+  for (unsigned index : it->second)
+    if (registry.decls[index].hosts & unsigned(host))
+      return registry.decls[index];
   return std::nullopt;
 }
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/IR/Attributes.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -60,6 +61,13 @@ Attribute Attribute::getStringList(llvm::ArrayRef<std::string> elements) {
   list.reserve(elements.size());
   for (const std::string &element : elements)
     list.push_back(getString(element));
+  return getList(std::move(list));
+}
+
+Attribute Attribute::takeStringList(std::vector<std::string> elements) {
+  std::vector<Attribute> list(elements.size());
+  for (auto [attr, element] : llvm::zip(list, elements))
+    attr.storage = std::move(element);
   return getList(std::move(list));
 }
 

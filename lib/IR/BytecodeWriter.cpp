@@ -9,7 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "Bytecode.h"
 #include "fastci/IR/Printer.h"
-#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cstring>
 
@@ -25,7 +26,8 @@ public:
 
 private:
   void writeByte(uint8_t byte) { body.push_back(static_cast<char>(byte)); }
-  static void writeVarint(std::string &out, uint64_t value) {
+  template <typename Buffer>
+  static void writeVarint(Buffer &out, uint64_t value) {
     do {
       uint8_t byte = value & 0x7f;
       value >>= 7;
@@ -48,10 +50,22 @@ private:
     for (int i = 0; i < 8; ++i)
       writeByte(static_cast<uint8_t>(value >> (8 * i)));
   }
-  void writeString(llvm::StringRef str) {
+  uint32_t getStringId(llvm::StringRef str) {
     auto [it, inserted] = stringIds.try_emplace(str, strings.size());
     if (inserted)
-      strings.push_back(it->first());
+      strings.push_back(str);
+    return it->second;
+  }
+  void writeString(llvm::StringRef str) { writeVarint(getStringId(str)); }
+  /// writeString for the nodes' own strings (symbols, edge names, ...):
+  /// the module interns them, and resolved edges share their target's
+  /// symbol, so most repeat at the same address and are found by it without
+  /// hashing their text.
+  void writeNodeString(llvm::StringRef str) {
+    auto [it, inserted] =
+        stringIdsByAddress.try_emplace({str.data(), str.size()}, 0);
+    if (inserted)
+      it->second = getStringId(str);
     writeVarint(it->second);
   }
   void writeStringList(llvm::ArrayRef<std::string> list) {
@@ -63,8 +77,11 @@ private:
   void writeAttrDict(const AttrDict &dict);
 
   const Module &module;
-  std::string body;
-  llvm::StringMap<uint32_t> stringIds;
+  /// (Not a std::string, whose push_back is a call per byte.)
+  llvm::SmallVector<char, 0> body;
+  /// Keys point into the module, which outlives the writer: no copies.
+  llvm::DenseMap<llvm::StringRef, uint32_t, StringKeyInfo> stringIds;
+  llvm::DenseMap<std::pair<const char *, size_t>, uint32_t> stringIdsByAddress;
   std::vector<llvm::StringRef> strings;
 };
 } // namespace
@@ -115,12 +132,23 @@ void BytecodeWriter::writeAttrDict(const AttrDict &dict) {
 }
 
 void BytecodeWriter::write(llvm::raw_ostream &os) {
+  // Symbols are the bulk of the strings; a rough size saves regrowing.
+  stringIds.reserve(module.getNumEntities() * 2 + module.getNumTests() + 64);
+  stringIdsByAddress.reserve(module.getNumEntities() * 2 +
+                             module.getNumTests() + 64);
+  body.reserve(module.getNumEntities() * 24 + module.getEdges().size() * 8 +
+               module.getNumTests() * 24);
   writeAttrDict(module.getAttrs());
 
   writeVarint(module.getNumEntities());
+  // Each symbol's string id, for the edges that name their target's symbol
+  // (most resolved ones, which share its storage): no lookup for them.
+  std::vector<uint32_t> symbolIds;
+  symbolIds.reserve(module.getNumEntities());
   for (const Entity &entity : module.getEntities()) {
     writeByte(static_cast<uint8_t>(entity.kind));
-    writeString(entity.symbol);
+    symbolIds.push_back(getStringId(entity.symbol));
+    writeVarint(symbolIds.back());
     writeOptionalId(entity.parent, kNoEntity);
     writeVarint(entity.range.startLine);
     writeVarint(entity.range.startColumn);
@@ -135,13 +163,18 @@ void BytecodeWriter::write(llvm::raw_ostream &os) {
     writeByte(static_cast<uint8_t>(edge.kind));
     writeOptionalId(edge.from, kNoEntity);
     writeOptionalId(edge.to, kNoEntity);
-    writeString(edge.name);
+    if (edge.to < symbolIds.size() &&
+        edge.name.data() == module.getEntity(edge.to).symbol.data() &&
+        edge.name.size() == module.getEntity(edge.to).symbol.size())
+      writeVarint(symbolIds[edge.to]);
+    else
+      writeNodeString(edge.name);
     writeVarint(edge.line);
   }
 
   writeVarint(module.getNumTests());
   for (const Test &test : module.getTests()) {
-    writeString(test.name);
+    writeNodeString(test.name);
     writeOptionalId(test.entry, kNoEntity);
     writeSigned(test.cost.gpus);
     writeDouble(test.cost.seconds);
@@ -223,7 +256,8 @@ void BytecodeWriter::write(llvm::raw_ostream &os) {
     writeVarint(header, str.size());
     header.append(str.data(), str.size());
   }
-  os << header << body;
+  os << header;
+  os.write(body.data(), body.size());
 }
 
 void fastci::writeModuleBytecode(const Module &module, llvm::raw_ostream &os) {

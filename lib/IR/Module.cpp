@@ -65,11 +65,14 @@ llvm::StringRef fastci::stringifyChangeKind(ChangeKind kind) {
   llvm_unreachable("unknown change kind");
 }
 
-Module::Module() : strings(allocator) {}
+Module::Module() = default;
 Module::~Module() = default;
 
 llvm::StringRef Module::intern(llvm::StringRef str) {
-  return strings.save(str);
+  auto [it, inserted] = interned.insert(str);
+  if (inserted)
+    *it = strings.save(str); // The same value, now owned by the module.
+  return *it;
 }
 
 EntityId Module::addEntity(EntityKind kind, llvm::StringRef symbol,
@@ -85,6 +88,12 @@ EntityId Module::addEntity(EntityKind kind, llvm::StringRef symbol,
   entity.contentHash = contentHash;
   entityIndex.try_emplace(entity.symbol, id);
   return id;
+}
+
+void Module::reserveEntities(size_t count) {
+  entities.reserve(entities.size() + count);
+  entityIndex.reserve(entityIndex.size() + count);
+  interned.reserve(interned.size() + count);
 }
 
 EntityId Module::lookupEntity(llvm::StringRef symbol) const {
@@ -112,7 +121,11 @@ llvm::StringRef Module::getFilePath(EntityId id) const {
 }
 
 void Module::addEdge(StaticEdge edge) {
-  edge.name = intern(edge.name);
+  // A resolved edge usually names its target's symbol, interned already.
+  if (edge.to < entities.size() && entities[edge.to].symbol == edge.name)
+    edge.name = entities[edge.to].symbol;
+  else
+    edge.name = intern(edge.name);
   edges.push_back(edge);
 }
 

@@ -10,6 +10,7 @@
 #include "fastci/IR/Verifier.h"
 #include "fastci/IR/AttrSchema.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>
 
@@ -18,6 +19,11 @@ using namespace fastci;
 namespace {
 class Verifier {
 public:
+  /// Describes the construct being checked. Descriptions are formatted only
+  /// when an error is reported: formatting one per entity, edge and test up
+  /// front was a large share of verifying a big module.
+  using Subject = llvm::function_ref<std::string()>;
+
   Verifier(const Module &module, DiagnosticEngine &diag)
       : module(module), diag(diag) {}
 
@@ -60,13 +66,14 @@ private:
   void verifyChange(const Change &change);
   /// Checks symbol references anywhere in \p attrs, and the value kinds of
   /// the attributes declared for \p host (AttrSchema.h).
+  /// \p subject describes the host; it is called only to report an error.
   void verifyAttrs(const AttrDict &attrs, AttrHost host, llvm::SMLoc loc,
-                   const llvm::Twine &subject);
+                   Subject subject);
   void verifySymbolRefs(const Attribute &attr, llvm::StringRef key,
-                        llvm::SMLoc loc, const llvm::Twine &subject);
+                        llvm::SMLoc loc, Subject subject);
   /// Checks that \p value is a finite, non-negative number.
   void verifyQuantity(double value, llvm::StringRef what, llvm::SMLoc loc,
-                      const llvm::Twine &subject);
+                      Subject subject);
 
   const Module &module;
   DiagnosticEngine &diag;
@@ -101,12 +108,12 @@ static bool encloses(const SourceRange &outer, const SourceRange &inner) {
 }
 
 void Verifier::verifySymbolRefs(const Attribute &attr, llvm::StringRef key,
-                                llvm::SMLoc loc, const llvm::Twine &subject) {
+                                llvm::SMLoc loc, Subject subject) {
   if (attr.isSymbol()) {
     llvm::StringRef name = attr.getSymbolName();
     if (module.lookupEntity(name) == kNoEntity &&
         module.lookupTest(name) == kNoTest)
-      emitError(loc, subject,
+      emitError(loc, subject(),
                 "attribute '" + key + "' refers to undefined symbol " +
                     symbolRef(name));
   } else if (attr.isList()) {
@@ -119,12 +126,12 @@ void Verifier::verifySymbolRefs(const Attribute &attr, llvm::StringRef key,
 }
 
 void Verifier::verifyAttrs(const AttrDict &attrs, AttrHost host,
-                           llvm::SMLoc loc, const llvm::Twine &subject) {
+                           llvm::SMLoc loc, Subject subject) {
   for (const NamedAttribute &attr : attrs) {
     verifySymbolRefs(attr.second, attr.first, loc, subject);
     std::optional<AttrDecl> decl = lookupAttrDecl(host, attr.first);
     if (decl && !isOfKind(attr.second, decl->kind))
-      emitError(loc, subject,
+      emitError(loc, subject(),
                 "attribute '" + attr.first + "' must be a " +
                     stringifyAttrValueKind(decl->kind) + " (written by " +
                     decl->writer + "), not " + attr.second.str());
@@ -132,18 +139,17 @@ void Verifier::verifyAttrs(const AttrDict &attrs, AttrHost host,
 }
 
 void Verifier::verifyQuantity(double value, llvm::StringRef what,
-                              llvm::SMLoc loc, const llvm::Twine &subject) {
+                              llvm::SMLoc loc, Subject subject) {
   if (std::isnan(value))
-    emitError(loc, subject, what + " is NaN");
+    emitError(loc, subject(), what + " is NaN");
   else if (std::isinf(value))
-    emitError(loc, subject, what + " is infinite");
+    emitError(loc, subject(), what + " is infinite");
   else if (value < 0)
-    emitError(loc, subject, "negative " + what);
+    emitError(loc, subject(), "negative " + what);
 }
 
 void Verifier::verifyEntity(const Entity &entity) {
-  // Described only when reporting: formatting every entity's and edge's
-  // description up front was half of an incremental parse-python run.
+  // Described only when reporting (see Subject).
   auto subject = [&] { return describeEntity(entity); };
   EntityId previous = module.lookupEntity(entity.symbol);
   if (previous != entity.id) {
@@ -202,7 +208,7 @@ void Verifier::verifyEntity(const Entity &entity) {
                 "inverted range " + formatRange(entity.range));
   }
   if (!entity.attrs.empty())
-    verifyAttrs(entity.attrs, AttrHost::Entity, entity.loc, subject());
+    verifyAttrs(entity.attrs, AttrHost::Entity, entity.loc, subject);
 }
 
 void Verifier::verifyParentCycles() {
@@ -250,19 +256,19 @@ void Verifier::verifyEdge(const StaticEdge &edge) {
 }
 
 void Verifier::verifyTest(const Test &test) {
-  std::string subject = "test " + quoted(test.name);
+  auto subject = [&] { return "test " + quoted(test.name); };
   TestId previous = module.lookupTest(test.name);
   if (previous != test.index) {
-    emitError(test.loc, subject, "duplicate test " + quoted(test.name));
+    emitError(test.loc, subject(), "duplicate test " + quoted(test.name));
     const Test &first = module.getTest(previous);
     if (first.loc.isValid())
       diag.note(first.loc, "previous definition is here");
   }
   if (test.entry != kNoEntity && !isEntity(test.entry))
-    emitError(test.loc, subject,
+    emitError(test.loc, subject(),
               "entry id " + llvm::Twine(test.entry) + " names no entity");
   if (test.cost.gpus < 0)
-    emitError(test.loc, subject, "negative cost 'gpus'");
+    emitError(test.loc, subject(), "negative cost 'gpus'");
   verifyQuantity(test.cost.seconds, "cost 'seconds'", test.loc, subject);
   verifyQuantity(test.cost.gpuSeconds, "cost 'gpu_seconds'", test.loc, subject);
   for (const Outcome &outcome : test.history)
@@ -275,44 +281,49 @@ void Verifier::verifyTest(const Test &test) {
 
 void Verifier::verifyEvidence(const EvidenceRecord &record) {
   bool knownTest = record.test < module.getNumTests();
-  std::string subject =
-      "evidence for " + (knownTest ? quoted(module.getTest(record.test).name)
-                                   : "test id " + std::to_string(record.test));
+  auto subject = [&] {
+    return "evidence for " + (knownTest
+                                  ? quoted(module.getTest(record.test).name)
+                                  : "test id " + std::to_string(record.test));
+  };
   if (!knownTest)
-    emitError(record.loc, subject,
+    emitError(record.loc, subject(),
               "evidence names unknown test id " + llvm::Twine(record.test));
   verifyQuantity(record.rate, "sample rate", record.loc, subject);
   for (const StackSample &sample : record.samples) {
     if (sample.stack >= module.getNumStacks())
-      emitError(record.loc, subject,
+      emitError(record.loc, subject(),
                 "sample names unknown stack id " + llvm::Twine(sample.stack));
     if (sample.count == 0)
-      emitError(record.loc, subject, "sample count must be positive");
+      emitError(record.loc, subject(), "sample count must be positive");
   }
   verifyAttrs(record.attrs, AttrHost::Evidence, record.loc, subject);
 }
 
 void Verifier::verifyChange(const Change &change) {
-  std::string subject =
-      (stringifyChangeKind(change.kind) + " change of " + quoted(change.symbol))
-          .str();
+  auto subject = [&] {
+    return (stringifyChangeKind(change.kind) + " change of " +
+            quoted(change.symbol))
+        .str();
+  };
   if (change.entity != kNoEntity && !isEntity(change.entity))
-    emitError(change.loc, subject,
+    emitError(change.loc, subject(),
               "entity id " + llvm::Twine(change.entity) + " names no entity");
   for (const LineRange &range : change.lines) {
     std::string text =
         (llvm::Twine(range.first) + ":" + llvm::Twine(range.last)).str();
     if (range.first == 0)
-      emitError(change.loc, subject,
+      emitError(change.loc, subject(),
                 "line range " + text + " has line 0 (lines start at 1)");
     else if (range.first > range.last)
-      emitError(change.loc, subject, "inverted line range " + text);
+      emitError(change.loc, subject(), "inverted line range " + text);
   }
   verifyAttrs(change.attrs, AttrHost::Change, change.loc, subject);
 }
 
 LogicalResult Verifier::verify() {
-  verifyAttrs(module.getAttrs(), AttrHost::Module, llvm::SMLoc(), "module");
+  verifyAttrs(module.getAttrs(), AttrHost::Module, llvm::SMLoc(),
+              [] { return std::string("module"); });
   for (const Entity &entity : module.getEntities())
     verifyEntity(entity);
   verifyParentCycles();
@@ -334,7 +345,7 @@ LogicalResult Verifier::verify() {
     if (file.path.empty())
       emitError(file.loc, "changed file", "empty path");
     verifyAttrs(file.attrs, AttrHost::ChangedFile, file.loc,
-                "changed file " + quoted(file.path));
+                [&] { return "changed file " + quoted(file.path); });
   }
   return failure(hadError);
 }

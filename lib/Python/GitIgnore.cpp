@@ -213,6 +213,12 @@ GitIgnoreFile::GitIgnoreFile(StringRef baseDir, StringRef contents)
     pattern.anchored = line.contains('/');
     line.consume_front("/");
     pattern.glob = line.str();
+    constexpr StringRef kSpecial = "*?[\\";
+    if (line.find_first_of(kSpecial) == StringRef::npos)
+      pattern.form = Pattern::Form::Literal;
+    else if (!pattern.anchored && line.size() > 1 && line.front() == '*' &&
+             line.drop_front().find_first_of(kSpecial) == StringRef::npos)
+      pattern.form = Pattern::Form::Suffix;
     patterns.push_back(std::move(pattern));
   }
 }
@@ -239,7 +245,21 @@ std::optional<bool> GitIgnoreFile::match(StringRef path, bool isDir) const {
   for (const Pattern &pattern : llvm::reverse(patterns)) {
     if (pattern.dirOnly && !isDir)
       continue;
-    if (matchGlob(pattern.glob, pattern.anchored ? relative : basename))
+    StringRef text = pattern.anchored ? relative : basename;
+    bool matched;
+    switch (pattern.form) {
+    case Pattern::Form::Literal:
+      matched = text == pattern.glob;
+      break;
+    case Pattern::Form::Suffix:
+      // `*` matches any run of characters but `/`, which a basename lacks.
+      matched = text.ends_with(StringRef(pattern.glob).drop_front());
+      break;
+    case Pattern::Form::Glob:
+      matched = matchGlob(pattern.glob, text);
+      break;
+    }
+    if (matched)
       return !pattern.negated;
   }
   return std::nullopt;

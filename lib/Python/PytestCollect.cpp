@@ -15,6 +15,7 @@
 #include "fastci/Support/YAML.h"
 #include "fastci/Workload/Manifest.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
@@ -23,8 +24,10 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 
 using namespace fastci;
 using namespace fastci::python;
@@ -45,31 +48,52 @@ struct EntityRef {
   }
 };
 
-/// One file as collection sees it, with indexes over its summary.
+/// One file as collection sees it, with indexes over its summary. The
+/// indexes are built on first use: an incremental link collects a few files
+/// and reads a few others, and building them for every file of a large
+/// repository was most of its time.
 struct FileView {
   StringRef path, moduleName;
   FileSummary *summary = nullptr;
-  /// Children of each entity (index parent + 1), in source order.
-  std::vector<std::vector<LocalId>> children;
-  llvm::DenseMap<LocalId, const PytestEntitySummary *> facts;
-  llvm::StringMap<std::vector<Binding>> bindings;
 
   FileView(StringRef path, StringRef moduleName, FileSummary *summary)
-      : path(path), moduleName(moduleName), summary(summary),
-        children(summary->entities.size() + 1),
-        bindings(getModuleBindings(*summary)) {
-    for (auto [id, entity] : llvm::enumerate(summary->entities))
-      children[entity.parent + 1].push_back(static_cast<LocalId>(id));
-    for (const PytestEntitySummary &entry : summary->pytestEntities)
-      facts[entry.entity] = &entry;
+      : path(path), moduleName(moduleName), summary(summary) {}
+
+  struct Index {
+    /// Children of each entity (index parent + 1), in source order.
+    std::vector<std::vector<LocalId>> children;
+    llvm::DenseMap<LocalId, const PytestEntitySummary *> facts;
+    llvm::StringMap<std::vector<Binding>> bindings;
+  };
+  /// Safe to call from the collectors' threads at once.
+  const Index &index() const {
+    std::call_once(indexBuilt, [&] {
+      index_.children.resize(summary->entities.size() + 1);
+      for (auto [id, entity] : llvm::enumerate(summary->entities))
+        index_.children[entity.parent + 1].push_back(static_cast<LocalId>(id));
+      for (const PytestEntitySummary &entry : summary->pytestEntities)
+        index_.facts[entry.entity] = &entry;
+      index_.bindings = getModuleBindings(*summary);
+    });
+    return index_;
+  }
+  const std::vector<LocalId> &children(LocalId parent) const {
+    return index().children[parent + 1];
+  }
+  const llvm::StringMap<std::vector<Binding>> &bindings() const {
+    return index().bindings;
   }
 
   const EntitySummary &entity(LocalId id) const {
     return summary->entities[id];
   }
   const PytestEntitySummary *getFacts(LocalId id) const {
-    return facts.lookup(id);
+    return index().facts.lookup(id);
   }
+
+private:
+  mutable std::once_flag indexBuilt;
+  mutable Index index_;
 };
 
 /// The files collection can see: one (a file analysed alone) or all.
@@ -93,10 +117,24 @@ public:
   }
 
   /// The class or function a dotted name denotes, following re-exports
-  /// (`from .common import Base` in a package's `__init__.py`).
-  std::optional<EntityRef> resolve(StringRef dotted) const {
+  /// (`from .common import Base` in a package's `__init__.py`). \p onRead
+  /// is told every file whose contents could change the answer: the module
+  /// of each dotted prefix of every name looked up, so that a lookup that
+  /// fails now but would succeed after an edit of that file is recorded too.
+  std::optional<EntityRef>
+  resolve(StringRef dotted,
+          llvm::function_ref<void(uint32_t)> onRead = nullptr) const {
     std::string name = dotted.str();
     for (unsigned hop = 0; hop < 8; ++hop) {
+      if (onRead)
+        // (From the empty prefix: a module without a name holds symbols
+        // that are bare names.)
+        for (size_t dot = 0; dot != std::string::npos;
+             dot = name.find('.', dot + 1)) {
+          auto module = modules.find(StringRef(name).take_front(dot));
+          if (module != modules.end())
+            onRead(module->second);
+        }
       auto it = symbols.find(name);
       if (it != symbols.end())
         return it->second;
@@ -104,8 +142,9 @@ public:
       auto file = modules.find(module);
       if (last.empty() || file == modules.end())
         return std::nullopt;
-      auto binding = files[file->second].bindings.find(last);
-      if (binding == files[file->second].bindings.end() ||
+      const auto &bindings = files[file->second].bindings();
+      auto binding = bindings.find(last);
+      if (binding == bindings.end() ||
           binding->second.back().entity != kModuleScope)
         return std::nullopt;
       name = binding->second.back().target;
@@ -113,7 +152,8 @@ public:
     return std::nullopt;
   }
 
-  std::vector<FileView> files;
+  /// A deque: views do not move (each holds a once_flag).
+  std::deque<FileView> files;
 
 private:
   llvm::StringMap<uint32_t> modules;
@@ -163,6 +203,9 @@ public:
       : repo(repo), file(file), view(repo.files[file]) {}
 
   std::vector<TestSummary> run();
+  /// The files other than its own whose summaries the collection read
+  /// (indexes into the repository), in no particular order.
+  const llvm::DenseSet<uint32_t> &getReads() const { return reads; }
 
 private:
   /// Marks in iteration order, and whether their parametrize order
@@ -237,7 +280,7 @@ private:
   /// pytest's argnames of a function: its recorded parameters less `self`
   /// for a method.
   llvm::ArrayRef<std::string> getArgnames(EntityRef function) const {
-    const FileView &owner = repo.files[function.file];
+    const FileView &owner = at(function.file);
     const EntitySummary &entity = owner.entity(function.id);
     llvm::ArrayRef<std::string> names = entity.parameters;
     if (entity.parent != kModuleScope &&
@@ -248,7 +291,7 @@ private:
     return names;
   }
   bool isTestFunction(EntityRef ref) const {
-    const EntitySummary &entity = repo.files[ref.file].entity(ref.id);
+    const EntitySummary &entity = at(ref.file).entity(ref.id);
     return entity.kind == EntityKind::Function && !entity.isFixture;
   }
   /// Whether a class has members whose names import-time code decides
@@ -265,7 +308,7 @@ private:
       test.entry = entry.id;
       return;
     }
-    const FileView &other = repo.files[entry.file];
+    const FileView &other = at(entry.file);
     test.entry = fallback;
     test.entrySymbol = symbolOf(other.moduleName, other.entity(entry.id));
   }
@@ -274,9 +317,26 @@ private:
       tags.push_back(name.str());
   }
 
+  /// File \p index of the repository, recorded as read (see getReads).
+  const FileView &at(uint32_t index) const {
+    if (index != file)
+      reads.insert(index);
+    return repo.files[index];
+  }
+  std::optional<EntityRef> resolve(StringRef dotted) const {
+    return repo.resolve(dotted, [&](uint32_t index) {
+      if (index != file)
+        reads.insert(index);
+    });
+  }
+
   const Repository &repo;
   uint32_t file;
   const FileView &view;
+  /// Every access to another file goes through at() or resolve(), so this
+  /// is all the collection depends on besides its own file, the set of
+  /// files (paths, module names) and the configuration.
+  mutable llvm::DenseSet<uint32_t> reads;
   std::vector<TestSummary> tests;
   /// The local class the items being collected belong to (an entry for
   /// tests whose function lives in another file).
@@ -305,14 +365,13 @@ std::vector<EntityRef> ItemCollector::getMro(EntityRef cls, bool &unknown,
   }
   std::vector<std::vector<EntityRef>> sequences;
   std::vector<EntityRef> bases;
-  if (const PytestEntitySummary *facts = repo.files[cls.file].getFacts(cls.id))
+  if (const PytestEntitySummary *facts = at(cls.file).getFacts(cls.id))
     for (const std::string &base : facts->bases) {
       if (isInertBase(base))
         continue;
       std::optional<EntityRef> ref =
-          base.empty() ? std::nullopt : repo.resolve(base);
-      if (!ref ||
-          repo.files[ref->file].entity(ref->id).kind != EntityKind::Class) {
+          base.empty() ? std::nullopt : resolve(base);
+      if (!ref || at(ref->file).entity(ref->id).kind != EntityKind::Class) {
         unknown = true;
         continue;
       }
@@ -359,7 +418,7 @@ std::vector<EntityRef> ItemCollector::getMro(EntityRef cls, bool &unknown,
 
 std::vector<std::pair<std::string, std::optional<EntityRef>>>
 ItemCollector::getNamespace(EntityRef scope) const {
-  const FileView &owner = repo.files[scope.file];
+  const FileView &owner = at(scope.file);
   // Definitions, and at module level the names imports bind, by line.
   struct Entry {
     uint32_t line;
@@ -369,7 +428,7 @@ ItemCollector::getNamespace(EntityRef scope) const {
   std::vector<Entry> entries;
   const PytestEntitySummary *scopeFacts =
       scope.id == kModuleScope ? nullptr : owner.getFacts(scope.id);
-  for (LocalId id : owner.children[scope.id + 1]) {
+  for (LocalId id : owner.children(scope.id)) {
     const EntitySummary &entity = owner.entity(id);
     // parameterized.expand binds generated functions in place of the
     // decorated one (which becomes None); torch's parametrize does so when
@@ -388,11 +447,11 @@ ItemCollector::getNamespace(EntityRef scope) const {
         {entity.range.startLine, entity.name, EntityRef{scope.file, id}});
   }
   if (scope.id == kModuleScope)
-    for (const auto &[name, bindings] : owner.bindings)
+    for (const auto &[name, bindings] : owner.bindings())
       for (const Binding &binding : bindings)
         if (binding.entity == kModuleScope)
           entries.push_back(
-              {binding.line, name.str(), repo.resolve(binding.target)});
+              {binding.line, name.str(), resolve(binding.target)});
   llvm::stable_sort(
       entries, [](const Entry &a, const Entry &b) { return a.line < b.line; });
   std::vector<std::pair<std::string, std::optional<EntityRef>>> result;
@@ -443,7 +502,7 @@ static bool isUnittestCaseBase(StringRef name) {
 
 ItemCollector::CaseKind ItemCollector::getCaseKind(EntityRef cls,
                                                    unsigned depth) const {
-  const PytestEntitySummary *facts = repo.files[cls.file].getFacts(cls.id);
+  const PytestEntitySummary *facts = at(cls.file).getFacts(cls.id);
   if (!facts || depth > 32)
     return CaseKind::No;
   CaseKind result = CaseKind::No;
@@ -452,9 +511,8 @@ ItemCollector::CaseKind ItemCollector::getCaseKind(EntityRef cls,
       return CaseKind::Yes;
     if (base.empty() || isInertBase(base))
       continue;
-    std::optional<EntityRef> ref = repo.resolve(base);
-    if (!ref ||
-        repo.files[ref->file].entity(ref->id).kind != EntityKind::Class) {
+    std::optional<EntityRef> ref = resolve(base);
+    if (!ref || at(ref->file).entity(ref->id).kind != EntityKind::Class) {
       // A class from outside the repository: frameworks' TestCase classes
       // (absltest, django, torch's common_utils) say so in their name.
       if (StringRef(base).ends_with("TestCase"))
@@ -473,7 +531,7 @@ ItemCollector::CaseKind ItemCollector::getCaseKind(EntityRef cls,
 void ItemCollector::collectMember(EntityRef value, StringRef name,
                                   const std::string &prefix,
                                   const MarkChain &outer, unsigned depth) {
-  const EntitySummary &entity = repo.files[value.file].entity(value.id);
+  const EntitySummary &entity = at(value.file).entity(value.id);
   if (entity.kind != EntityKind::Class) {
     if (isTestFunction(value) && repo.config.isTestFunctionName(name))
       collectFunction(value, name, prefix, outer);
@@ -481,8 +539,7 @@ void ItemCollector::collectMember(EntityRef value, StringRef name,
   }
   // Deleted or replaced at import time (torch's device-type classes,
   // parameterized_class): the name pytest sees holds no tests.
-  if (const PytestEntitySummary *facts =
-          repo.files[value.file].getFacts(value.id);
+  if (const PytestEntitySummary *facts = at(value.file).getFacts(value.id);
       facts && facts->replaced)
     return;
   // pytest's unittest plugin takes any subclass of unittest.TestCase,
@@ -508,19 +565,18 @@ void ItemCollector::collectMember(EntityRef value, StringRef name,
 
 bool ItemCollector::isDisabled(llvm::ArrayRef<EntityRef> mro) const {
   for (EntityRef ref : mro)
-    if (const PytestEntitySummary *facts =
-            repo.files[ref.file].getFacts(ref.id))
+    if (const PytestEntitySummary *facts = at(ref.file).getFacts(ref.id))
       if (facts->testAttribute)
         return facts->testAttribute == 1;
   return false;
 }
 
 bool ItemCollector::hasUnknownMembers(EntityRef cls) const {
-  const FileView &owner = repo.files[cls.file];
+  const FileView &owner = at(cls.file);
   const PytestEntitySummary *classFacts = owner.getFacts(cls.id);
   if (classFacts && classFacts->dynamicMembers)
     return true;
-  for (LocalId member : owner.children[cls.id + 1])
+  for (LocalId member : owner.children(cls.id))
     if (const PytestEntitySummary *facts = owner.getFacts(member))
       if ((facts->generator == 1 ||
            (facts->generator == 2 && classFacts && classFacts->instantiated)) &&
@@ -554,7 +610,7 @@ ItemCollector::getClassMarks(llvm::ArrayRef<EntityRef> mro,
   MarkChain chain;
   unsigned parametrizing = 0;
   for (EntityRef ref : llvm::reverse(mro)) {
-    const PytestEntitySummary *facts = repo.files[ref.file].getFacts(ref.id);
+    const PytestEntitySummary *facts = at(ref.file).getFacts(ref.id);
     if (!facts)
       continue;
     bool any = false;
@@ -610,7 +666,7 @@ void ItemCollector::collectUnittestClass(EntityRef cls,
   bool found = false;
   auto collect = [&](StringRef memberName, EntityRef member) {
     found = true;
-    const EntitySummary &entity = repo.files[member.file].entity(member.id);
+    const EntitySummary &entity = at(member.file).entity(member.id);
     if (entity.kind == EntityKind::Function) {
       collectFunction(member, memberName, prefix, chain, /*unittest=*/true);
       return;
@@ -618,8 +674,7 @@ void ItemCollector::collectUnittestClass(EntityRef cls,
     TestSummary item;
     item.nodeId = prefix + "::" + memberName.str();
     setEntry(item, member, localClass);
-    if (const PytestEntitySummary *facts =
-            repo.files[member.file].getFacts(member.id))
+    if (const PytestEntitySummary *facts = at(member.file).getFacts(member.id))
       for (const MarkSummary &mark : facts->marks)
         addTag(item.tags, mark.name);
     for (const MarkSummary *mark : chain.marks)
@@ -633,7 +688,7 @@ void ItemCollector::collectUnittestClass(EntityRef cls,
   if (!found) {
     auto runTest = members.find("runTest");
     if (runTest != members.end() &&
-        repo.files[runTest->second.file].entity(runTest->second.id).kind ==
+        at(runTest->second.file).entity(runTest->second.id).kind ==
             EntityKind::Function)
       collect("runTest", runTest->second);
   }
@@ -654,11 +709,11 @@ void ItemCollector::collectClass(EntityRef cls, StringRef name,
   for (EntityRef ref : mro) {
     // Dataclass-like decorators generate an `__init__`.
     if (ref.id != kModuleScope)
-      for (StringRef decorator : repo.files[ref.file].entity(ref.id).decorators)
+      for (StringRef decorator : at(ref.file).entity(ref.id).decorators)
         if (isInitGeneratingDecorator(decorator))
           return;
-    for (LocalId member : repo.files[ref.file].children[ref.id + 1]) {
-      const EntitySummary &entity = repo.files[ref.file].entity(member);
+    for (LocalId member : at(ref.file).children(ref.id)) {
+      const EntitySummary &entity = at(ref.file).entity(member);
       if (entity.kind == EntityKind::Function &&
           (entity.name == "__init__" || entity.name == "__new__"))
         return;
@@ -692,7 +747,7 @@ void ItemCollector::collectClass(EntityRef cls, StringRef name,
 void ItemCollector::collectFunction(EntityRef function, StringRef name,
                                     const std::string &prefix,
                                     const MarkChain &outer, bool unittest) {
-  const FileView &owner = repo.files[function.file];
+  const FileView &owner = at(function.file);
   TestSummary base;
   setEntry(base, function, localClass);
   std::vector<const MarkSummary *> marks;
@@ -822,9 +877,8 @@ void ItemCollector::addScopeFixtures(llvm::ArrayRef<EntityRef> mro,
   llvm::stable_sort(
       members, [](const auto &a, const auto &b) { return a.first < b.first; });
   for (const auto &[name, value] : members) {
-    const EntitySummary &entity = repo.files[value.file].entity(value.id);
-    const PytestEntitySummary *facts =
-        repo.files[value.file].getFacts(value.id);
+    const EntitySummary &entity = at(value.file).entity(value.id);
+    const PytestEntitySummary *facts = at(value.file).getFacts(value.id);
     if (!entity.isFixture || !facts || facts->fixtureName.empty())
       continue;
     map[facts->fixtureName].push_back({value, facts});
@@ -1043,10 +1097,10 @@ static bool providesFixtures(const FileSummary &summary) {
   });
 }
 
-std::vector<size_t> fastci::python::linkPytestItems(
+LinkResult fastci::python::linkPytestItems(
     llvm::ArrayRef<SourceFile> files,
     llvm::function_ref<FileSummary *(size_t)> summaryOf,
-    const PytestConfig &config, unsigned jobs) {
+    const PytestConfig &config, unsigned jobs, const PreviousLink *previous) {
   // Directories whose conftest.py provides fixtures ("" for the root).
   llvm::StringSet<> conftestDirectories;
   for (auto [index, file] : llvm::enumerate(files)) {
@@ -1068,16 +1122,52 @@ std::vector<size_t> fastci::python::linkPytestItems(
         return true;
     return false;
   };
-  std::vector<size_t> dependent;
+  LinkResult result;
+  result.linked.assign(files.size(), false);
+  // The files whose items depend on others', and of them (or of those
+  // linked before) the ones to collect again.
+  llvm::StringSet<> freshPaths;
+  if (previous && previous->sameFiles)
+    for (auto [index, file] : llvm::enumerate(files))
+      if (summaryOf(index) && previous->isFresh(index))
+        freshPaths.insert(file.path);
+  auto readsFresh = [&](StringRef reads) {
+    while (!reads.empty()) {
+      auto [path, rest] = reads.split('\0');
+      if (freshPaths.contains(path))
+        return true;
+      reads = rest;
+    }
+    return false;
+  };
   for (auto [index, file] : llvm::enumerate(files)) {
     StringRef path = file.path;
     FileSummary *summary = summaryOf(index);
-    if (summary && config.isTestFile(path) &&
-        (dependsOnOtherFiles(file.moduleName, *summary) || underConftest(path)))
-      dependent.push_back(index);
+    if (!summary)
+      continue;
+    bool dependent =
+        config.isTestFile(path) &&
+        (dependsOnOtherFiles(file.moduleName, *summary) || underConftest(path));
+    std::optional<StringRef> reads =
+        previous ? previous->readsOf(index) : std::nullopt;
+    bool fresh = previous && previous->isFresh(index);
+    bool collect;
+    if (!previous || !previous->sameFiles)
+      // Another file set can change any lookup: all dependent files, and
+      // those linked before, whose cached items are linked ones.
+      collect = dependent || (reads && !fresh);
+    else if (dependent)
+      collect = fresh || !reads || readsFresh(*reads);
+    else
+      // No longer dependent (a conftest.py lost its fixtures): its cached
+      // items were linked; the collection alone reads nothing else.
+      collect = reads && !fresh;
+    if (collect)
+      result.relinked.push_back(index);
+    result.linked[index] = dependent;
   }
-  if (dependent.empty())
-    return dependent;
+  if (result.relinked.empty())
+    return result;
   Repository repo(config);
   llvm::DenseMap<size_t, uint32_t> positions;
   for (auto [index, file] : llvm::enumerate(files))
@@ -1086,13 +1176,19 @@ std::vector<size_t> fastci::python::linkPytestItems(
       repo.addFile(file.path, file.moduleName, summary);
     }
   // Each collector reads the repository and writes its own file's items.
+  result.reads.resize(result.relinked.size());
   parallelFor(
-      0, dependent.size(),
+      0, result.relinked.size(),
       [&](size_t k) {
-        uint32_t position = positions.lookup(dependent[k]);
-        repo.files[position].summary->tests =
-            ItemCollector(repo, position).run();
+        uint32_t position = positions.lookup(result.relinked[k]);
+        ItemCollector collector(repo, position);
+        repo.files[position].summary->tests = collector.run();
+        std::vector<StringRef> paths;
+        for (uint32_t other : collector.getReads())
+          paths.push_back(repo.files[other].path);
+        llvm::sort(paths);
+        result.reads[k] = llvm::join(paths, StringRef("\0", 1));
       },
       jobs);
-  return dependent;
+  return result;
 }

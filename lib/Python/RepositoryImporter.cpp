@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Python/RepositoryImporter.h"
+#include "fastci/Pass/Parallel.h"
 #include "fastci/Python/Analyzer.h"
 #include "fastci/Python/FileSummary.h"
 #include "fastci/Python/Pytest.h"
@@ -32,6 +33,7 @@
 #include <optional>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
+#include <thread>
 
 using namespace fastci;
 using namespace fastci::python;
@@ -49,6 +51,15 @@ struct FileResult {
   bool fromCache = false;
   /// Taken from the cache on its size and modification time alone.
   bool statClean = false;
+  /// Parsed with tree-sitter in this run.
+  bool parsed = false;
+  /// From the cache: whether its items were linked, and from which files
+  /// (SummaryCacheEntry::linkReads).
+  bool cachedLinked = false;
+  StringRef cachedReads;
+  /// Linked in this run, having read these files.
+  bool relinked = false;
+  std::string reads;
   /// The summary's binary form for the cache: the cached bytes, or the
   /// new serialization.
   StringRef cachedBytes;
@@ -113,10 +124,13 @@ public:
 
 private:
   FileResult processFile(const SourceFile &file) const;
-  /// Replaces the cache with this run's files when anything changed.
-  void writeCache(llvm::ArrayRef<SourceFile> files,
-                  std::vector<FileResult> &results,
-                  llvm::ArrayRef<size_t> relinked) const;
+  /// Replaces the cache with this run's files; \p link is null when the
+  /// link was skipped (nothing changed). The file is written on the
+  /// returned thread, while the IR is built: \p files, \p results and the
+  /// old cache's mapping must live until it is joined.
+  std::thread writeCache(llvm::ArrayRef<SourceFile> files,
+                         std::vector<FileResult> &results,
+                         const LinkResult *link) const;
   std::string getDiskPath(StringRef relPath) const {
     llvm::SmallString<256> path(options.tree.root);
     llvm::sys::path::append(path, relPath);
@@ -181,6 +195,8 @@ FileResult Importer::processFile(const SourceFile &file) const {
     result.summary = std::move(*summary);
     result.fromCache = true;
     result.cachedBytes = entry->summary;
+    result.cachedLinked = entry->linked;
+    result.cachedReads = entry->linkReads;
     return true;
   };
   if (entry && entry->size == file.size && entry->mtimeNs == file.mtimeNs &&
@@ -207,19 +223,23 @@ FileResult Importer::processFile(const SourceFile &file) const {
     return result;
   result.summary =
       analyzePythonSource(source, file.path, file.moduleName, pytestConfig);
+  result.parsed = true;
   return result;
 }
 
-void Importer::writeCache(llvm::ArrayRef<SourceFile> files,
-                          std::vector<FileResult> &results,
-                          llvm::ArrayRef<size_t> relinked) const {
+std::thread Importer::writeCache(llvm::ArrayRef<SourceFile> files,
+                                 std::vector<FileResult> &results,
+                                 const LinkResult *link) const {
   // Summaries are stored as linked: those whose items the link recomputed
   // are serialized again.
-  for (size_t index : relinked)
-    if (results[index].summary) {
-      results[index].serialized = serializeSummary(*results[index].summary);
-      results[index].fromCache = false;
-    }
+  if (link)
+    for (auto [index, reads] : llvm::zip(link->relinked, link->reads))
+      if (results[index].summary) {
+        results[index].serialized = serializeSummary(*results[index].summary);
+        results[index].fromCache = false;
+        results[index].relinked = true;
+        results[index].reads = std::move(reads);
+      }
   std::vector<SummaryCacheEntry> entries;
   entries.reserve(files.size());
   for (auto [file, result] : llvm::zip(files, results)) {
@@ -236,10 +256,19 @@ void Importer::writeCache(llvm::ArrayRef<SourceFile> files,
       result.serialized = serializeSummary(*result.summary);
     entry.summary =
         result.fromCache ? result.cachedBytes : StringRef(result.serialized);
+    // What the next run needs to decide whether to link the file again.
+    size_t index = &result - results.data();
+    entry.linked = link ? bool(link->linked[index]) : result.cachedLinked;
+    entry.linkReads = result.relinked ? StringRef(result.reads)
+                      : entry.linked  ? result.cachedReads
+                                      : StringRef();
     entries.push_back(entry);
   }
-  // Failures only cost the cache hits next time.
-  llvm::consumeError(SummaryCache::write(options.cacheDir, cacheKey, entries));
+  return std::thread([this, entries = std::move(entries)] {
+    // Failures only cost the cache hits next time.
+    llvm::consumeError(
+        SummaryCache::write(options.cacheDir, cacheKey, entries));
+  });
 }
 
 std::string Importer::makeUnique(std::string symbol) {
@@ -333,29 +362,48 @@ LogicalResult Importer::run() {
     });
   }
   lap(stats.filesMicros);
-  // The cache holds summaries as linked last time: when no file changed
-  // (and the set of files did not), linking again would give the same
-  // items.
-  bool unchanged = cache && cache->size() == files.size() &&
-                   llvm::all_of(results, [](const FileResult &result) {
-                     return result.statClean;
+  // The cache holds summaries as linked last time: when the set of files is
+  // the same, a file keeps its linked items unless it or a file its
+  // collection read changed; when no content changed, linking again would
+  // give the same items.
+  bool sameFiles = cache && cache->size() == files.size() &&
+                   llvm::all_of(files, [&](const SourceFile &file) {
+                     return cache->lookup(file.path) != nullptr;
                    });
-  std::vector<size_t> relinked;
+  bool unchanged =
+      sameFiles && llvm::all_of(results, [](const FileResult &result) {
+        return result.fromCache;
+      });
+  std::optional<LinkResult> link;
   if (!unchanged) {
+    auto isFresh = [&](size_t i) { return !results[i].fromCache; };
+    auto readsOf = [&](size_t i) -> std::optional<StringRef> {
+      if (results[i].fromCache && results[i].cachedLinked)
+        return results[i].cachedReads;
+      return std::nullopt;
+    };
+    PreviousLink previous;
+    previous.sameFiles = sameFiles;
+    previous.isFresh = isFresh;
+    previous.readsOf = readsOf;
     // Tests inherited across modules need every file's summary.
-    relinked = linkPytestItems(
+    link = linkPytestItems(
         files,
         [&](size_t i) {
           return results[i].summary ? &*results[i].summary : nullptr;
         },
-        pytestConfig, options.jobs);
+        pytestConfig, options.jobs, cache ? &previous : nullptr);
+    stats.filesLinked = link->relinked.size();
   }
   lap(stats.linkMicros);
+  std::thread cacheWriter;
   if (cache) {
-    if (!unchanged)
-      writeCache(files, results, relinked);
-    // The mapping is no longer needed: cached summaries were copied out.
-    cache.reset();
+    // Also when only stat data changed (a touched file): the next run then
+    // trusts it without reading it.
+    if (!unchanged || !llvm::all_of(results, [](const FileResult &result) {
+          return result.statClean || !result.summary;
+        }))
+      cacheWriter = writeCache(files, results, link ? &*link : nullptr);
   }
   lap(stats.cacheWriteMicros);
 
@@ -365,6 +413,18 @@ LogicalResult Importer::run() {
     std::vector<EntityId> ids;
   };
   std::vector<Placed> placed(files.size());
+  {
+    size_t numEntities = 0, numEdges = 0;
+    for (const FileResult &result : results)
+      if (result.summary) {
+        numEntities += 2 + result.summary->entities.size();
+        numEdges += result.summary->edges.size();
+      }
+    module.reserveEntities(numEntities);
+    module.reserveEdges(numEdges);
+  }
+  // The summaries are not needed after this: their strings are moved into
+  // the attributes rather than copied.
   for (size_t i = 0; i < files.size(); ++i) {
     const SourceFile &file = files[i];
     FileResult &result = results[i];
@@ -374,8 +434,8 @@ LogicalResult Importer::run() {
                 "cannot read file: " + result.readError);
       continue;
     }
-    const FileSummary &summary = *result.summary;
-    ++(result.fromCache ? stats.filesCached : stats.filesParsed);
+    FileSummary &summary = *result.summary;
+    ++(result.parsed ? stats.filesParsed : stats.filesCached);
     for (const FileWarning &warning : summary.warnings)
       diag.emit(Severity::Warning, diskPath, warning.line, warning.column,
                 warning.message);
@@ -392,9 +452,10 @@ LogicalResult Importer::run() {
       if (summary.parseError)
         attrs.set(attr::kParseError, Attribute::getBool(true));
       if (!summary.moduleNames.empty())
-        attrs.set(attr::kNames, Attribute::getStringList(summary.moduleNames));
+        attrs.set(attr::kNames,
+                  Attribute::takeStringList(std::move(summary.moduleNames)));
     }
-    for (const EntitySummary &entity : summary.entities) {
+    for (EntitySummary &entity : summary.entities) {
       EntityId parent = entity.parent == kModuleScope
                             ? entry.moduleId
                             : entry.ids[entity.parent];
@@ -406,7 +467,7 @@ LogicalResult Importer::run() {
       AttrDict &attrs = module.getEntity(id).attrs;
       if (!entity.decorators.empty())
         attrs.set(python::attr::kDecorators,
-                  Attribute::getStringList(entity.decorators));
+                  Attribute::takeStringList(std::move(entity.decorators)));
       if (entity.isAsync)
         attrs.set(python::attr::kAsync, Attribute::getBool(true));
       if (entity.isLambda)
@@ -414,7 +475,8 @@ LogicalResult Importer::run() {
       if (entity.isFixture)
         attrs.set(python::attr::kFixture, Attribute::getBool(true));
       if (!entity.names.empty())
-        attrs.set(attr::kNames, Attribute::getStringList(entity.names));
+        attrs.set(attr::kNames,
+                  Attribute::takeStringList(std::move(entity.names)));
       entry.ids.push_back(id);
     }
     stats.bytesRead += result.size;
@@ -423,7 +485,7 @@ LogicalResult Importer::run() {
   for (size_t i = 0; i < files.size(); ++i) {
     if (!results[i].summary)
       continue;
-    const FileSummary &summary = *results[i].summary;
+    FileSummary &summary = *results[i].summary;
     const Placed &entry = placed[i];
     auto localToId = [&](LocalId local) {
       return local == kModuleScope ? entry.moduleId : entry.ids[local];
@@ -442,7 +504,7 @@ LogicalResult Importer::run() {
             StringRef(edge.target).take_front(edge.modulePrefix));
       module.addEdge(staticEdge);
     }
-    for (const TestSummary &testSummary : summary.tests) {
+    for (TestSummary &testSummary : summary.tests) {
       if (module.lookupTest(testSummary.nodeId) != kNoTest)
         continue;
       TestId id = module.addTest(testSummary.nodeId);
@@ -451,8 +513,8 @@ LogicalResult Importer::run() {
       if (!testSummary.entrySymbol.empty() &&
           module.lookupEntity(testSummary.entrySymbol) != kNoEntity)
         test.entry = module.lookupEntity(testSummary.entrySymbol);
-      test.tags = testSummary.tags;
-      test.scope = testSummary.scope;
+      test.tags = std::move(testSummary.tags);
+      test.scope = std::move(testSummary.scope);
       for (const WorkloadValue &value : testSummary.workload)
         test.workload.set(value.key, value.value);
       if (testSummary.floors.present)
@@ -464,11 +526,23 @@ LogicalResult Importer::run() {
         test.attrs.set(attr::kInheritedUnknown, Attribute::getBool(true));
       if (testSummary.enclosing) {
         test.attrs.set(attr::kEnclosing, Attribute::getBool(true));
-        test.attrs.set(attr::kEnclosingReason, Attribute::getString(testSummary.reason));
+        test.attrs.set(attr::kEnclosingReason,
+                       Attribute::getString(testSummary.reason));
       }
     }
   }
+  // Freeing thousands of summaries is a few percent of a warm run: on every
+  // thread, while the cache is written.
+  parallelFor(
+      0, results.size(), [&](size_t i) { results[i].summary.reset(); },
+      options.jobs);
   lap(stats.buildMicros);
+  if (cacheWriter.joinable())
+    cacheWriter.join();
+  // The mapping is no longer needed: cached summaries were copied out.
+  cache.reset();
+  // (The time waited for the writer, if any.)
+  lap(stats.cacheWriteMicros);
   return success();
 }
 

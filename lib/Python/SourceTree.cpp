@@ -2,8 +2,10 @@
 //
 // A depth-first walk that carries the stack of .gitignore files in effect and
 // the identities of the directories above it (to break symlink cycles). The
-// walk itself is cheap next to parsing, so it stays sequential and simple;
-// parallelism starts once the file list is known.
+// walk is cheap next to parsing, so it stays sequential and simple;
+// parallelism starts once the file list is known. A warm run parses nothing,
+// so there the walk shows: it stats only what it must (Python files and
+// links), taking every other entry's type from the directory listing.
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Python/SourceTree.h"
@@ -87,7 +89,9 @@ public:
   Walker(const SourceTreeOptions &options, DiagnosticEngine &diag)
       : options(options), diag(diag) {}
 
-  void walk(StringRef relDir, StringRef absDir);
+  /// Walks \p absDir; a directory other than the root that holds
+  /// `pyvenv.cfg` is a virtual environment and is skipped.
+  void walk(StringRef relDir, StringRef absDir, bool isRoot);
 
   /// Selected files: path relative to the root, and size.
   struct FoundFile {
@@ -110,12 +114,66 @@ private:
 };
 } // namespace
 
-void Walker::walk(StringRef relDir, StringRef absDir) {
+void Walker::walk(StringRef relDir, StringRef absDir, bool isRoot) {
   fs::file_status dirStatus;
   if (std::error_code ec = fs::status(absDir, dirStatus)) {
     warn(absDir, "cannot read directory: " + ec.message());
     return;
   }
+
+  // The listing comes first: readdir's entry types make a stat unnecessary
+  // for everything but the Python files and symbolic links, and the
+  // listing answers whether .gitignore or pyvenv.cfg exist (two lookups per
+  // directory otherwise).
+  struct Entry {
+    std::string name;
+    bool isDir;
+    uint64_t size;
+    int64_t mtimeNs;
+  };
+  std::vector<Entry> entries;
+  bool hasGitIgnoreFile = false;
+  std::error_code ec;
+  auto toNs = [](llvm::sys::TimePoint<> time) {
+    return static_cast<int64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            time.time_since_epoch())
+            .count());
+  };
+  for (fs::directory_iterator it(absDir, ec, /*follow_symlinks=*/false), end;
+       it != end && !ec; it.increment(ec)) {
+    StringRef name = llvm::sys::path::filename(it->path());
+    fs::file_type type = it->type();
+    if (name == ".gitignore")
+      hasGitIgnoreFile = true;
+    // A directory holding pyvenv.cfg is a virtual environment.
+    if (name == "pyvenv.cfg" && !isRoot)
+      return;
+    if (type == fs::file_type::directory_file) {
+      entries.push_back({name.str(), true, 0, 0});
+      continue;
+    }
+    // Only Python files need their size and time; other regular files are
+    // not looked at.
+    if (type == fs::file_type::regular_file && !name.ends_with(".py"))
+      continue;
+    // Follow symbolic links (and entries whose type readdir did not give);
+    // a dangling one is not worth a warning.
+    fs::file_status status;
+    if (fs::status(it->path(), status, /*follow=*/true))
+      continue;
+    type = status.type();
+    if (type == fs::file_type::directory_file)
+      entries.push_back({name.str(), true, 0, 0});
+    else if (type == fs::file_type::regular_file && name.ends_with(".py"))
+      entries.push_back({name.str(), false, status.getSize(),
+                         toNs(status.getLastModificationTime())});
+  }
+  if (ec) {
+    warn(absDir, "cannot read directory: " + ec.message());
+    return;
+  }
+
   if (!ancestors.insert(dirStatus.getUniqueID()).second) {
     warn(absDir, "symbolic link loop; directory skipped");
     return;
@@ -123,14 +181,15 @@ void Walker::walk(StringRef relDir, StringRef absDir) {
   auto leave =
       llvm::make_scope_exit([&] { ancestors.erase(dirStatus.getUniqueID()); });
 
-  llvm::SmallString<256> gitignorePath(absDir);
-  llvm::sys::path::append(gitignorePath, ".gitignore");
   bool hasGitIgnore = false;
-  if (fs::exists(gitignorePath)) {
+  if (hasGitIgnoreFile) {
+    llvm::SmallString<256> gitignorePath(absDir);
+    llvm::sys::path::append(gitignorePath, ".gitignore");
     if (auto buffer = llvm::MemoryBuffer::getFile(gitignorePath)) {
       ignores.push(GitIgnoreFile(relDir, (*buffer)->getBuffer()));
       hasGitIgnore = true;
-    } else {
+    } else if (buffer.getError() != std::errc::no_such_file_or_directory) {
+      // (A dangling link is not a .gitignore, as for any other file.)
       warn(gitignorePath, "cannot read: " + buffer.getError().message());
     }
   }
@@ -139,47 +198,6 @@ void Walker::walk(StringRef relDir, StringRef absDir) {
       ignores.pop();
   });
 
-  struct Entry {
-    std::string name;
-    bool isDir;
-    uint64_t size;
-    int64_t mtimeNs;
-  };
-  std::vector<Entry> entries;
-  std::error_code ec;
-  for (fs::directory_iterator it(absDir, ec), end; it != end && !ec;
-       it.increment(ec)) {
-    StringRef name = llvm::sys::path::filename(it->path());
-    // Follow symbolic links; a dangling one is not worth a warning.
-    llvm::ErrorOr<fs::basic_file_status> status = it->status();
-    if (!status)
-      continue;
-    fs::file_type type = status->type();
-    uint64_t size = status->getSize();
-    auto toNs = [](llvm::sys::TimePoint<> time) {
-      return static_cast<int64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(
-              time.time_since_epoch())
-              .count());
-    };
-    int64_t mtimeNs = toNs(status->getLastModificationTime());
-    if (type == fs::file_type::symlink_file) {
-      fs::file_status target;
-      if (fs::status(it->path(), target))
-        continue;
-      type = target.type();
-      size = target.getSize();
-      mtimeNs = toNs(target.getLastModificationTime());
-    }
-    if (type == fs::file_type::directory_file ||
-        type == fs::file_type::regular_file)
-      entries.push_back(
-          {name.str(), type == fs::file_type::directory_file, size, mtimeNs});
-  }
-  if (ec) {
-    warn(absDir, "cannot read directory: " + ec.message());
-    return;
-  }
   llvm::sort(entries,
              [](const Entry &a, const Entry &b) { return a.name < b.name; });
 
@@ -193,18 +211,12 @@ void Walker::walk(StringRef relDir, StringRef absDir) {
         continue;
       llvm::SmallString<256> child(absDir);
       llvm::sys::path::append(child, entry.name);
-      // A directory holding pyvenv.cfg is a virtual environment.
-      llvm::SmallString<256> marker(child);
-      llvm::sys::path::append(marker, "pyvenv.cfg");
-      if (fs::exists(marker))
-        continue;
-      walk(relPath, child);
+      walk(relPath, child, /*isRoot=*/false);
       continue;
     }
     if (entry.name == "__init__.py")
       packages.insert(relDir);
-    if (!StringRef(entry.name).ends_with(".py") ||
-        ignores.isIgnored(relPath, /*isDir=*/false) ||
+    if (ignores.isIgnored(relPath, /*isDir=*/false) ||
         matchesAnyGlob(options.exclude, relPath))
       continue;
     if (!options.include.empty() && !matchesAnyGlob(options.include, relPath))
@@ -224,7 +236,7 @@ fastci::python::collectSourceFiles(const SourceTreeOptions &options,
     return {};
   }
   Walker walker(options, diag);
-  walker.walk("", options.root);
+  walker.walk("", options.root, /*isRoot=*/true);
   llvm::sort(walker.files,
              [](const auto &a, const auto &b) { return a.path < b.path; });
   std::vector<SourceFile> result;

@@ -3,8 +3,9 @@
 // Layout (little-endian): magic, format version, the caller's key (the
 // pytest configuration and the summary format), the time the cache was
 // written, the entry count, then per entry its path, module name, size,
-// modification time, content hash and the offset and length of its summary
-// in the blob that follows, and last an xxh3 of everything before it, so a
+// modification time, content hash, the offset and length of its summary
+// in the blob that follows, whether it was linked and the files it was
+// linked from, and last an xxh3 of everything before it, so a
 // damaged file is dropped as a whole rather than misread.
 //
 //===----------------------------------------------------------------------===//
@@ -23,7 +24,7 @@ namespace endian = llvm::support::endian;
 
 namespace {
 constexpr uint32_t kCacheMagic = 0x43534346; // "FCSC"
-constexpr uint32_t kCacheVersion = 1;
+constexpr uint32_t kCacheVersion = 2;
 constexpr const char *kCacheFile = "summaries.fcsc";
 /// Modification times this close to the cache's write are not trusted:
 /// file systems with coarse timestamps (and a write in the same tick)
@@ -99,10 +100,12 @@ SummaryCache SummaryCache::open(StringRef dir, uint64_t key) {
   for (uint32_t i = 0; i < count; ++i) {
     Pending next;
     uint64_t size, mtime;
+    uint32_t linked;
     if (!str(next.entry.path) || !str(next.entry.moduleName) || !u64(size) ||
         !u64(mtime) || !u64(next.entry.contentHash) || !u64(next.offset) ||
-        !u32(next.length))
+        !u32(next.length) || !u32(linked) || !str(next.entry.linkReads))
       return cache;
+    next.entry.linked = linked != 0;
     next.entry.size = size;
     next.entry.mtimeNs = static_cast<int64_t>(mtime);
     pending.push_back(next);
@@ -166,6 +169,8 @@ llvm::Error SummaryCache::write(StringRef dir, uint64_t key,
     u64(entry.contentHash);
     u64(offset);
     u32(entry.summary.size());
+    u32(entry.linked);
+    str(entry.linked ? entry.linkReads : StringRef());
     offset += entry.summary.size();
   }
   for (const SummaryCacheEntry &entry : entries)

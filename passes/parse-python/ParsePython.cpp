@@ -55,6 +55,8 @@ struct ParsePythonPass : PassWrapper<ParsePythonPass> {
   Statistic numFiles{this, "files", "Python files found"};
   Statistic numParsed{this, "files-parsed", "Files parsed with tree-sitter"};
   Statistic numCached{this, "files-cached", "Files taken from the cache"};
+  Statistic numLinked{this, "files-linked",
+                      "Test files whose pytest items were linked again"};
   Statistic numEntities{this, "entities", "Code entities added"};
   Statistic numTests{this, "tests", "pytest items added"};
   Statistic walkMicros{this, "us-walk", "Microseconds walking the tree"};
@@ -63,8 +65,10 @@ struct ParsePythonPass : PassWrapper<ParsePythonPass> {
   Statistic filesMicros{this, "us-files",
                         "Microseconds summarizing files (cache hits, reads, "
                         "parses)"};
-  Statistic cacheWriteMicros{this, "us-cache-write",
-                             "Microseconds writing the summary cache"};
+  Statistic cacheWriteMicros{
+      this, "us-cache-write",
+      "Microseconds writing the summary cache (beyond the IR build, which "
+      "the write overlaps)"};
   Statistic linkMicros{this, "us-link",
                        "Microseconds linking pytest items across files"};
   Statistic buildMicros{this, "us-ir", "Microseconds building the IR"};
@@ -120,6 +124,7 @@ struct ParsePythonPass : PassWrapper<ParsePythonPass> {
     numFiles += stats.filesFound;
     numParsed += stats.filesParsed;
     numCached += stats.filesCached;
+    numLinked += stats.filesLinked;
     numEntities += module.getNumEntities() - entitiesBefore;
     numTests += module.getNumTests() - testsBefore;
     walkMicros += stats.walkMicros;

@@ -73,6 +73,9 @@ public:
   static Attribute getList(std::vector<Attribute> elements);
   /// A list of strings, the most common list.
   static Attribute getStringList(llvm::ArrayRef<std::string> elements);
+  /// The same, taking the strings over instead of copying them (building a
+  /// large module copies millions of them otherwise).
+  static Attribute takeStringList(std::vector<std::string> elements);
   /// A dictionary (`{k = v}`).
   static Attribute getDict(AttrDict dict);
 

@@ -24,12 +24,14 @@
 #include "fastci/IR/Attributes.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Allocator.h"
 #include "llvm/Support/SMLoc.h"
 #include "llvm/Support/StringSaver.h"
+#include "llvm/Support/xxhash.h"
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -52,6 +54,15 @@ inline constexpr EntityId kNoEntity = std::numeric_limits<uint32_t>::max();
 inline constexpr TestId kNoTest = std::numeric_limits<uint32_t>::max();
 /// The empty stack: the root of the stack trie.
 inline constexpr StackId kEmptyStack = std::numeric_limits<uint32_t>::max();
+
+/// DenseMap key info for strings hashed with xxh3. The module hashes every
+/// symbol and interned string (a large module has hundreds of thousands),
+/// and LLVM's default string hash was a tenth of building and writing one.
+struct StringKeyInfo : llvm::DenseMapInfo<llvm::StringRef> {
+  static unsigned getHashValue(llvm::StringRef value) {
+    return static_cast<unsigned>(llvm::xxh3_64bits(value));
+  }
+};
 
 //===----------------------------------------------------------------------===//
 // Code entities and static edges
@@ -336,6 +347,9 @@ public:
   llvm::MutableArrayRef<Entity> getEntities() { return entities; }
   /// Number of entities.
   size_t getNumEntities() const { return entities.size(); }
+  /// Makes room for \p count more entities (and their index entries), for
+  /// builders that know how many they will add.
+  void reserveEntities(size_t count);
   /// The entity named \p symbol, or kNoEntity.
   EntityId lookupEntity(llvm::StringRef symbol) const;
   /// The file entity containing \p id (itself for files), or kNoEntity.
@@ -348,6 +362,8 @@ public:
 
   /// Appends a static edge; its name is interned.
   void addEdge(StaticEdge edge);
+  /// Makes room for \p count more edges.
+  void reserveEdges(size_t count) { edges.reserve(edges.size() + count); }
   /// All static edges in insertion order.
   llvm::ArrayRef<StaticEdge> getEdges() const { return edges; }
   llvm::MutableArrayRef<StaticEdge> getEdges() { return edges; }
@@ -424,14 +440,16 @@ public:
 
 private:
   llvm::BumpPtrAllocator allocator;
-  llvm::UniqueStringSaver strings;
+  llvm::StringSaver strings{allocator};
+  /// The interned strings, each saved once in `strings`.
+  llvm::DenseSet<llvm::StringRef, StringKeyInfo> interned;
   AttrDict attrs;
 
   std::vector<Entity> entities;
-  llvm::DenseMap<llvm::StringRef, EntityId> entityIndex;
+  llvm::DenseMap<llvm::StringRef, EntityId, StringKeyInfo> entityIndex;
   std::vector<StaticEdge> edges;
   std::vector<Test> tests;
-  llvm::DenseMap<llvm::StringRef, TestId> testIndex;
+  llvm::DenseMap<llvm::StringRef, TestId, StringKeyInfo> testIndex;
 
   std::vector<Frame> frames;
   llvm::DenseMap<EntityId, FrameId> entityFrames;

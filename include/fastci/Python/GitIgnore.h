@@ -59,6 +59,10 @@ private:
     /// Matches the whole path relative to baseDir rather than its last
     /// component (the pattern had a slash before its end).
     bool anchored = false;
+    /// How the glob is matched: most patterns are plain names (`.venv`) or
+    /// `*` and a plain suffix (`*.pyc`), which need no wildcard matcher
+    /// (every path of a warm run is matched against every pattern).
+    enum class Form : uint8_t { Glob, Literal, Suffix } form = Form::Glob;
   };
   std::string baseDir;
   /// For an ancestor's file: prepended (with a `/`) to every path asked.

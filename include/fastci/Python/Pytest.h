@@ -23,6 +23,7 @@
 #include "fastci/Python/PytestConfig.h"
 #include "fastci/Python/SourceTree.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
 #include <optional>
@@ -139,18 +140,49 @@ void collectPytestItems(llvm::StringRef path, llvm::StringRef moduleName,
                         const ImportTimeEffects &effects,
                         const PytestConfig &config);
 
+/// What linkPytestItems can reuse from the link that made the cached items.
+struct PreviousLink {
+  /// The files are those of the previous link: none added or removed (and
+  /// the pytest configuration is the same, which the cache key ensures).
+  bool sameFiles = false;
+  /// Whether file i's summary is new (parsed, or changed since the previous
+  /// link) rather than the one the previous link produced.
+  llvm::function_ref<bool(size_t)> isFresh;
+  /// For a file whose items the previous link computed: the paths its
+  /// collection read, joined by NUL bytes (see LinkResult). std::nullopt
+  /// for a file whose items were its own (per-file) ones.
+  llvm::function_ref<std::optional<llvm::StringRef>(size_t)> readsOf;
+};
+
+/// What linkPytestItems did.
+struct LinkResult {
+  /// The indexes of the files whose items it recomputed, ascending.
+  std::vector<size_t> relinked;
+  /// For each entry of `relinked`: the paths of the other files its
+  /// collection read (sorted, joined by NUL bytes), which decide when the
+  /// items must be linked again.
+  std::vector<std::string> reads;
+  /// For each file: whether its items are linked ones (by this link or a
+  /// previous one), not its own per-file items.
+  std::vector<bool> linked;
+};
+
 /// Recomputes the items of every test file in \p files (whose summaries
 /// \p summaryOf gives by index, null for an unreadable file) with the whole
 /// repository in view: test methods inherited from base classes defined or
 /// re-exported in other modules, `__init__` and `__test__` found along the
 /// MRO, and `Test*` classes and `test*` functions a test module imports.
-/// Returns the indexes of the files whose items it recomputed (the others
-/// keep their per-file items, which the repository does not change). The
-/// files are collected on up to \p jobs threads (0: parallelFor's default).
-std::vector<size_t>
-linkPytestItems(llvm::ArrayRef<SourceFile> files,
-                llvm::function_ref<FileSummary *(size_t)> summaryOf,
-                const PytestConfig &config = PytestConfig(), unsigned jobs = 0);
+/// Only files whose items depend on other files are linked (the others
+/// keep their per-file items, which the repository does not change). With
+/// \p previous, a file linked before keeps its items unless it is fresh
+/// itself or a file its collection read is, or files were added or removed.
+/// The files are collected on up to \p jobs threads (0: parallelFor's
+/// default).
+LinkResult linkPytestItems(llvm::ArrayRef<SourceFile> files,
+                           llvm::function_ref<FileSummary *(size_t)> summaryOf,
+                           const PytestConfig &config = PytestConfig(),
+                           unsigned jobs = 0,
+                           const PreviousLink *previous = nullptr);
 
 } // namespace fastci::python
 

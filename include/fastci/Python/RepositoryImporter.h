@@ -40,6 +40,9 @@ struct ImportStatistics {
   uint64_t filesParsed = 0;
   /// Files whose summary came from the cache.
   uint64_t filesCached = 0;
+  /// Test files whose pytest items were linked again with the repository
+  /// in view (linkPytestItems).
+  uint64_t filesLinked = 0;
   /// Bytes of Python source read.
   uint64_t bytesRead = 0;
   /// Wall time of each stage, in microseconds: the walk (and the pytest

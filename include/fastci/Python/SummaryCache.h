@@ -2,7 +2,8 @@
 //
 // parse-python's `cache=` directory holds one file, `summaries.fcsc`: for
 // every Python file of the last run its path, module name, size,
-// modification time and content hash, and its FileSummary in binary form.
+// modification time and content hash, its FileSummary in binary form (as
+// linked), and for a linked test file the files its items were linked from.
 // It is read with one mmap; a file whose size and modification time are
 // unchanged is taken from it without being opened. Entries whose time is
 // too close to the moment the cache was written (a write in the same clock
@@ -33,6 +34,10 @@ struct SummaryCacheEntry {
   uint64_t contentHash = 0;
   /// The serialized FileSummary.
   llvm::StringRef summary;
+  /// Its items were linked with the repository in view (linkPytestItems),
+  /// reading the files in `linkReads` (paths joined by NUL bytes).
+  bool linked = false;
+  llvm::StringRef linkReads;
 };
 
 /// A read-only view of the cache file.

@@ -225,6 +225,63 @@ TEST(PytestTest, LinkAcrossModules) {
   EXPECT_FALSE(tests[2].inheritedUnknown);
 }
 
+/// No file index.
+constexpr size_t kNoFile = ~size_t(0);
+
+TEST(PytestTest, LinkRecordsReadsForTheNextLink) {
+  std::vector<SourceFile> files = {{"tests/__init__.py", "tests"},
+                                   {"tests/common.py", "tests.common"},
+                                   {"tests/test_x.py", "tests.test_x"},
+                                   {"tests/test_y.py", "tests.test_y"}};
+  std::vector<FileSummary> summaries = {
+      analyzePythonSource("", files[0].path, files[0].moduleName),
+      analyzePythonSource("class Base:\n    def test_a(self): pass\n",
+                          files[1].path, files[1].moduleName),
+      analyzePythonSource("from tests.common import Base\n"
+                          "class TestX(Base):\n"
+                          "    def test_own(self): pass\n",
+                          files[2].path, files[2].moduleName),
+      analyzePythonSource("def test_y(): pass\n", files[3].path,
+                          files[3].moduleName)};
+  auto summaryOf = [&](size_t i) { return &summaries[i]; };
+  LinkResult first = linkPytestItems(files, summaryOf);
+  // Only test_x.py depends on other files; it read the package (the
+  // prefix `tests` of the name it imports) and the base's module.
+  ASSERT_EQ(first.relinked, std::vector<size_t>{2});
+  EXPECT_EQ(first.reads[0],
+            std::string("tests/__init__.py\0tests/common.py", 33));
+  EXPECT_EQ(first.linked, (std::vector<bool>{false, false, true, false}));
+  EXPECT_EQ(summaries[2].tests.size(), 2u);
+
+  size_t edited = 3;
+  auto isFresh = [&](size_t i) { return i == edited; };
+  auto readsOf = [&](size_t i) -> std::optional<llvm::StringRef> {
+    if (i == 2)
+      return llvm::StringRef(first.reads[0]);
+    return std::nullopt;
+  };
+  PreviousLink previous;
+  previous.sameFiles = true;
+  previous.isFresh = isFresh;
+  previous.readsOf = readsOf;
+  // An edit of a file test_x.py did not read: nothing to link.
+  LinkResult unrelated =
+      linkPytestItems(files, summaryOf, PytestConfig(), 0, &previous);
+  EXPECT_TRUE(unrelated.relinked.empty());
+  EXPECT_TRUE(unrelated.linked[2]);
+  // An edit of the base's module: test_x.py again.
+  edited = 1;
+  LinkResult base =
+      linkPytestItems(files, summaryOf, PytestConfig(), 0, &previous);
+  EXPECT_EQ(base.relinked, std::vector<size_t>{2});
+  // Another set of files: every dependent file.
+  edited = kNoFile;
+  previous.sameFiles = false;
+  LinkResult added =
+      linkPytestItems(files, summaryOf, PytestConfig(), 0, &previous);
+  EXPECT_EQ(added.relinked, std::vector<size_t>{2});
+}
+
 TEST(PytestTest, UnittestCasesInOneFile) {
   using V = std::vector<std::string>;
   // Any name deriving unittest.TestCase (also through an alias and a local

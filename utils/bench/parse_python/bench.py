@@ -7,10 +7,15 @@ Measures, on the same files and the same CPU set (default: 2 cores):
   * CPython: `ast.parse` of every file plus a walk collecting the same
     entities (classes, functions, named lambdas), in N worker processes,
     best of --repeat runs;
-  * threads: the cold run on 1 thread and on N, interleaved, with the
-    pass's stage times (--pass-statistics us-*);
+  * threads: the cold run on 1 thread and on N, interleaved (--pairs
+    pairs, median and spread), with the pass's stage times
+    (--pass-statistics us-*);
   * warm: with a cache, the rerun with nothing changed and the rerun after
-    one edited file, medians and spread, with the stage times;
+    one edited file, medians and spread, with the stage times, next to the
+    cold run; each writes its IR to a file, as a CI job keeps it;
+  * the IR alone: reading the written bytecode, verifying it and writing
+    it again (`fastci-opt out.bc --emit=bc`), the part of a warm run that
+    is the size of the IR rather than the work of the pass;
   * the floor: CPU seconds of one thread for tree-sitter's parse alone and
     for the whole per-file analysis (fastci-parse-python-split, found next
     to fastci-opt), against `ast.parse` alone and `ast.parse`+walk in one
@@ -21,7 +26,8 @@ The load average is printed: other processes on the cores skew every
 figure.
 
 Usage: bench.py --opt build/bin/fastci-opt [--tree /usr/lib/python3.11]
-                [--cores 0,1] [--repeat 3] [--split PATH | --no-split]
+                [--cores 0,1] [--repeat 3] [--pairs 5]
+                [--split PATH | --no-split]
 """
 import argparse
 import ast
@@ -87,12 +93,13 @@ def cpython_run(paths, jobs):
     return time.perf_counter() - start, children_cpu() - cpu, total
 
 
-def fastci_run(opt, root, jobs, cache=None, stages=None):
+def fastci_run(opt, root, jobs, cache=None, stages=None, output=os.devnull):
     """Wall seconds and CPU seconds of one fastci-opt run; with `stages`
-    (a dict), adds the pass's per-stage microseconds to it."""
+    (a dict), adds the pass's per-stage microseconds (and the number of
+    files linked again) to it."""
     option = f"root={root},jobs={jobs}" + (f",cache={cache}" if cache else "")
     command = [opt, f"--parse-python={option}", "--emit=bc", "-o",
-               os.devnull, os.devnull]
+               output, os.devnull]
     if stages is not None:
         command.append("--pass-statistics")
     cpu = children_cpu()
@@ -103,8 +110,11 @@ def fastci_run(opt, root, jobs, cache=None, stages=None):
     if stages is not None:
         for line in result.stderr.splitlines():
             fields = line.split()
-            if len(fields) >= 3 and fields[2].startswith("us-"):
-                stages.setdefault(fields[2][3:], []).append(int(fields[1]))
+            if len(fields) >= 3 and (fields[2].startswith("us-") or
+                                     fields[2] == "files-linked"):
+                name = fields[2][3:] if fields[2].startswith("us-") \
+                    else fields[2]
+                stages.setdefault(name, []).append(int(fields[1]))
         stages.setdefault("total", []).append(int(wall * 1e6))
     return wall, used
 
@@ -123,6 +133,16 @@ def spread(values, scale=1000, unit="ms"):
             f"({min(values) * scale:.0f}-{max(values) * scale:.0f})")
 
 
+def compare(label, walls, cpus, peer, peer_walls, peer_cpus, scale=1000,
+            unit="ms"):
+    """One run kind's wall and CPU time next to a peer's, with the ratios."""
+    peer_wall, peer_cpu = median(peer_walls), median(peer_cpus)
+    return (f"{label}: wall {spread(walls, scale, unit)}, CPU "
+            f"{spread(cpus, scale, unit)}; {peer}: {peer_wall:.2f} s wall, "
+            f"{peer_cpu:.2f} s CPU; ratio {peer_wall / median(walls):.2f}x "
+            f"wall, {peer_cpu / median(cpus):.2f}x CPU")
+
+
 def stage_line(stages):
     order = ["walk", "cache-read", "files", "cache-write", "link", "ir"]
     parts = [f"{name} {median(stages[name]) / 1000:.0f}"
@@ -139,6 +159,9 @@ def main():
     parser.add_argument("--tree", default="/usr/lib/python3.11")
     parser.add_argument("--cores", default="0,1")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=5,
+                        help="interleaved 1-thread/N-thread cold run pairs "
+                        "(and at least as many warm reruns of each kind)")
     parser.add_argument("--split", help="fastci-parse-python-split binary "
                         "(default: next to --opt)")
     parser.add_argument("--no-split", action="store_true")
@@ -152,6 +175,7 @@ def main():
     jobs = len(cores)
 
     scratch = tempfile.mkdtemp(prefix="fastci-bench-")
+    load_start = os.getloadavg()
     try:
         root = os.path.join(scratch, "tree")
         shutil.copytree(args.tree, root, symlinks=True,
@@ -178,7 +202,7 @@ def main():
         # Threads: the cold run on 1 and on `jobs` threads, interleaved.
         single, multi = [], []
         single_stages, multi_stages = {}, {}
-        for _ in range(args.repeat):
+        for _ in range(args.pairs):
             single.append(fastci_run(args.opt, root, 1, stages=single_stages))
             multi.append(fastci_run(args.opt, root, jobs,
                                     stages=multi_stages))
@@ -187,6 +211,7 @@ def main():
         # cache's 2 s racy window, so that stat data is trusted) and after
         # one edited file.
         cache = os.path.join(scratch, "cache")
+        ir = os.path.join(scratch, "out.bc")
         fastci_run(args.opt, root, jobs, cache)
         time.sleep(2.2)
         fastci_run(args.opt, root, jobs, cache)
@@ -194,22 +219,33 @@ def main():
         changed = paths[len(paths) // 2]
         unchanged, incremental = [], []
         unchanged_stages, incremental_stages = {}, {}
-        for i in range(args.repeat):
+        for i in range(max(args.repeat, args.pairs)):
             unchanged.append(fastci_run(args.opt, root, jobs, cache,
-                                        unchanged_stages))
+                                        unchanged_stages, ir))
             with open(changed, "a") as f:
                 f.write(f"\n# edit {i}\n")
             incremental.append(fastci_run(args.opt, root, jobs, cache,
-                                          incremental_stages))
+                                          incremental_stages, ir))
             # Let the edit age past the racy window before the next
             # unchanged run.
             time.sleep(2.2)
             fastci_run(args.opt, root, jobs, cache)
 
+        # The IR alone: read, verify, write.
+        ir_only = []
+        for _ in range(args.repeat):
+            cpu = children_cpu()
+            start = time.perf_counter()
+            subprocess.run([args.opt, ir, "--emit=bc", "-o", os.devnull],
+                           check=True)
+            ir_only.append((time.perf_counter() - start,
+                            children_cpu() - cpu))
+
         mb = size / 1e6
         print(f"tree: {args.tree} ({len(files)} files, {mb:.1f} MB, "
               f"{count} entities by ast), cores {sorted(cores)}, "
-              "load average %.2f %.2f %.2f" % os.getloadavg())
+              "load average %.2f %.2f %.2f at the start, " % load_start +
+              "%.2f %.2f %.2f at the end" % os.getloadavg())
         print(f"best of {args.repeat}, interleaved; wall seconds (CPU "
               "seconds of all processes)")
         print(f"fastci-opt parse-python: {ours_wall:.3f} s ({ours_cpu:.3f})  "
@@ -220,23 +256,31 @@ def main():
               f"{mb / theirs_wall:.1f} MB/s")
         print(f"speedup: {theirs_wall / ours_wall:.2f}x wall, "
               f"{theirs_cpu / ours_cpu:.2f}x CPU")
-        walls1 = [r[0] for r in single]
-        wallsN = [r[0] for r in multi]
-        print(f"cold, 1 thread: {spread(walls1, 1, 's')}; {jobs} threads: "
-              f"{spread(wallsN, 1, 's')}; wall speedup "
-              f"{median(walls1) / median(wallsN):.2f}x, per-file stage "
-              f"{median(single_stages['files']) / median(multi_stages['files']):.2f}x"
-              f"; CPU {median([r[1] for r in single]):.2f} s vs "
-              f"{median([r[1] for r in multi]):.2f} s")
+        walls1, cpus1 = [r[0] for r in single], [r[1] for r in single]
+        wallsN, cpusN = [r[0] for r in multi], [r[1] for r in multi]
+        print(f"cold, {args.pairs} interleaved pairs, median (min-max); "
+              f"1 thread: wall {spread(walls1, 1, 's')}, CPU "
+              f"{spread(cpus1, 1, 's')}")
+        print(compare(f"cold, {jobs} threads", wallsN, cpusN, "1 thread",
+                      walls1, cpus1, 1, "s") +
+              "; per-file stage "
+              f"{median(single_stages['files']) / median(multi_stages['files']):.2f}x")
         print(f"  1 thread  {stage_line(single_stages)}")
         print(f"  {jobs} threads {stage_line(multi_stages)}")
-        print(f"warm rerun, nothing changed: wall {spread([r[0] for r in unchanged])}"
-              f", CPU {spread([r[1] for r in unchanged])}")
-        print(f"  {stage_line(unchanged_stages)}")
-        print(f"warm rerun, one file edited: wall "
-              f"{spread([r[0] for r in incremental])}, CPU "
-              f"{spread([r[1] for r in incremental])}")
-        print(f"  {stage_line(incremental_stages)}")
+        for label, runs, stages in (
+                ("nothing changed", unchanged, unchanged_stages),
+                ("one file edited", incremental, incremental_stages)):
+            print(compare(f"warm rerun, {label}", [r[0] for r in runs],
+                          [r[1] for r in runs], f"the cold run ({jobs} threads)",
+                          wallsN, cpusN))
+            linked = stages.get("files-linked")
+            print(f"  {stage_line(stages)}" +
+                  (f"; test files linked again: {median(linked):.0f}"
+                   if linked else ""))
+        print("the IR alone (read, verify, write the "
+              f"{os.path.getsize(ir) / 1e6:.1f} MB of bytecode): wall "
+              f"{spread([r[0] for r in ir_only])}, CPU "
+              f"{spread([r[1] for r in ir_only])}")
 
         if args.no_split or not os.path.exists(args.split):
             return 0
