@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "ChangeMapperImpl.h"
 #include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Diff/FileDecision.h"
 #include "llvm/Support/Path.h"
 
 using namespace fastci;
@@ -61,7 +62,9 @@ static bool mentionsPath(const AttrDict &attrs, StringRef path) {
 void ChangeMapper::Impl::forceAll(ChangedFile &record,
                                   const llvm::Twine &reason) {
   std::string text = reason.str();
-  record.attrs.set(diff::attr::kDecision, Attribute::getString("all"));
+  record.attrs.set(
+      diff::attr::kDecision,
+      Attribute::getString(stringifyFileDecision(FileDecision::All)));
   record.attrs.set(diff::attr::kReason, Attribute::getString(text));
   allReasons.push_back((record.path + ": " + text).str());
   ++mapper.stats.filesForcingAll;
@@ -72,7 +75,8 @@ void ChangeMapper::Impl::mapDirectoryTests(const FileDiff &file,
   // pytest loads a conftest.py for the tests at or below its directory
   // only; its Python changes stay mapped for code that imports it.
   StringRef path = file.getPath();
-  StringRef dir = llvm::sys::path::parent_path(path, llvm::sys::path::Style::posix);
+  StringRef dir =
+      llvm::sys::path::parent_path(path, llvm::sys::path::Style::posix);
   if (dir.empty())
     return forceAll(record, "'" + path + "' applies to every test");
   // Hooks are not all directory-scoped: `pytest_collection_modifyitems`,
@@ -104,7 +108,9 @@ void ChangeMapper::Impl::mapDirectoryTests(const FileDiff &file,
     if (testFile.starts_with(prefix))
       names.push_back(test.name.str());
   }
-  record.attrs.set(diff::attr::kDecision, Attribute::getString("tests"));
+  record.attrs.set(
+      diff::attr::kDecision,
+      Attribute::getString(stringifyFileDecision(FileDecision::Tests)));
   record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
   record.attrs.set(diff::attr::kReason,
                    Attribute::getString(
@@ -155,7 +161,9 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
     if (referencing.contains(test.index))
       names.push_back(test.name.str());
   if (!names.empty()) {
-    record.attrs.set(diff::attr::kDecision, Attribute::getString("tests"));
+    record.attrs.set(
+        diff::attr::kDecision,
+        Attribute::getString(stringifyFileDecision(FileDecision::Tests)));
     record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
     record.attrs.set(
         diff::attr::kReason,
@@ -177,7 +185,9 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
     return forceAll(record, "no test references '" + path +
                                 "' and no test carries the fallback tags '" +
                                 tags + "'");
-  record.attrs.set(diff::attr::kDecision, Attribute::getString("tests"));
+  record.attrs.set(
+      diff::attr::kDecision,
+      Attribute::getString(stringifyFileDecision(FileDecision::Tests)));
   record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
   record.attrs.set(diff::attr::kTags,
                    Attribute::getStringList(rule.fallbackTags));
@@ -216,7 +226,9 @@ bool ChangeMapper::Impl::mapReadingTests(const FileDiff &file,
                    Attribute::getString(rule ? rule->category : "unknown"));
   if (rule)
     record.attrs.set(diff::attr::kRule, Attribute::getString(rule->origin));
-  record.attrs.set(diff::attr::kDecision, Attribute::getString("reads"));
+  record.attrs.set(
+      diff::attr::kDecision,
+      Attribute::getString(stringifyFileDecision(FileDecision::Reads)));
   record.attrs.set(diff::attr::kReaders, Attribute::getStringList(names));
   record.attrs.set(
       diff::attr::kReason,
@@ -300,7 +312,9 @@ void ChangeMapper::Impl::mapExtension(const FileDiff &file,
     change.attrs.set(diff::attr::kVia, Attribute::getString(path));
     ++mapper.stats.changes;
   }
-  record.attrs.set(diff::attr::kDecision, Attribute::getString("modules"));
+  record.attrs.set(
+      diff::attr::kDecision,
+      Attribute::getString(stringifyFileDecision(FileDecision::Modules)));
   record.attrs.set(diff::attr::kModules, Attribute::getStringList(modules));
   if (!extensions.empty())
     record.attrs.set(diff::attr::kExtensions,

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "ChangeMapperImpl.h"
 #include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Diff/FileDecision.h"
 #include "fastci/Python/PythonAttrs.h"
 
 using namespace fastci;
@@ -219,7 +220,9 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
 
   mapper.stats.changes += pending.size() - firstChange;
   record.attrs.set(diff::attr::kCategory, Attribute::getString("python"));
-  record.attrs.set(diff::attr::kDecision, Attribute::getString("python"));
+  record.attrs.set(
+      diff::attr::kDecision,
+      Attribute::getString(stringifyFileDecision(FileDecision::Python)));
   std::string reason =
       llvm::formatv("{0} changed entities", pending.size() - firstChange);
   if (file.isModeChangeOnly())

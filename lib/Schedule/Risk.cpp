@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Schedule/Risk.h"
 #include "fastci/Evidence/EvidenceAttrs.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include <cmath>
 
 using namespace fastci;
@@ -118,7 +118,8 @@ fastci::computeChangeShares(const Module &module, const EvidenceGraph &graph) {
     if (change.kind != ChangeKind::Cosmetic && change.entity != kNoEntity &&
         change.entity < module.getNumEntities() &&
         module.getEntity(change.entity).kind == EntityKind::Function)
-      changedLeaves.insert(getSymbolLeaf(module.getEntity(change.entity).symbol));
+      changedLeaves.insert(
+          getSymbolLeaf(module.getEntity(change.entity).symbol));
   for (const Test &test : module.getTests()) {
     TestId id = test.index;
     unsigned functions = 0, changedFunctions = 0;
@@ -139,8 +140,8 @@ fastci::computeChangeShares(const Module &module, const EvidenceGraph &graph) {
           changedFunctions += changedLeaves.contains(getSymbolLeaf(*name));
         }
     if (functions)
-      shares[id] =
-          std::max(shares[id].value_or(0), double(changedFunctions) / functions);
+      shares[id] = std::max(shares[id].value_or(0),
+                            double(changedFunctions) / functions);
   }
   return shares;
 }

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "fastci/Select/Selector.h"
 #include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Diff/FileDecision.h"
 #include "fastci/Diff/ImportGraph.h"
 #include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Evidence/EvidenceMerger.h"
@@ -250,15 +251,27 @@ void Selector::applyPolicy() {
       reasons.push_back((file.path + ": no policy decision").str());
       continue;
     }
-    if (*decision == "all") {
+    std::optional<FileDecision> kind = symbolizeFileDecision(*decision);
+    if (!kind) {
+      diag.warning(file.loc, "changed file '" + file.path +
+                                 "' has unknown policy decision '" + *decision +
+                                 "'; treating it as 'all'");
+      reasons.push_back(
+          (file.path + ": unknown decision '" + *decision + "'").str());
+      continue;
+    }
+    switch (*kind) {
+    case FileDecision::All: {
       std::string why =
           lookupString(file.attrs, diff::attr::kReason).value_or("").str();
       std::string line = (file.path + ": " + why).str();
       if (!llvm::is_contained(reasons, line))
         reasons.push_back(line);
-    } else if (*decision == "tests") {
+      break;
+    }
+    case FileDecision::Tests: {
       if (!options.selectReferenced)
-        continue;
+        break;
       Attribute names = file.attrs.get(diff::attr::kTests);
       std::string why =
           lookupString(file.attrs, diff::attr::kReason).value_or("").str();
@@ -280,7 +293,9 @@ void Selector::applyPolicy() {
               .str();
         });
       }
-    } else if (*decision == "reads") {
+      break;
+    }
+    case FileDecision::Reads: {
       // Evidence says which tests opened the file: exactly those.
       Attribute names = file.attrs.get(diff::attr::kReaders);
       for (const Attribute &name :
@@ -299,13 +314,14 @@ void Selector::applyPolicy() {
           return ("reads-file: its evidence read changed '" + file.path + "'")
               .str();
         });
-    } else if (*decision != "ignore" && *decision != "python" &&
-               *decision != "modules") {
-      diag.warning(file.loc, "changed file '" + file.path +
-                                 "' has unknown policy decision '" + *decision +
-                                 "'; treating it as 'all'");
-      reasons.push_back(
-          (file.path + ": unknown decision '" + *decision + "'").str());
+      break;
+    }
+    case FileDecision::Python:
+    case FileDecision::Modules:
+    case FileDecision::Ignore:
+      // Python files and the modules a build file names are selected by
+      // their changed entities; an ignored file selects nothing.
+      break;
     }
   }
   if (reasons.empty() || !options.honorPolicyAll)

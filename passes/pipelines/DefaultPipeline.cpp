@@ -70,6 +70,10 @@ struct DefaultPipelineOptions : PassPipelineOptions<DefaultPipelineOptions> {
       llvm::cl::desc("Parser threads of parse-python (0: as many as the "
                      "machine has)"),
       llvm::cl::init(0)};
+  Option<std::string> parseCache{
+      *this, "parse-cache",
+      llvm::cl::desc("parse-python's cache directory: a rerun reparses only "
+                     "the files changed since (default: no cache)")};
   Option<std::string> diff{*this, "diff",
                            llvm::cl::desc("Unified diff of the merge request")};
   Option<std::string> base{
@@ -178,10 +182,13 @@ struct DefaultPipelineOptions : PassPipelineOptions<DefaultPipelineOptions> {
 /// Every stage in order, each enabled when its inputs are given.
 std::vector<Stage> buildStages(const DefaultPipelineOptions &options) {
   std::vector<Stage> stages;
-  stages.push_back({"parse-python",
-                    true,
-                    {{"root", options.root.getValue()},
-                     {"jobs", std::to_string(options.jobs.getValue())}}});
+  Stage parse{"parse-python",
+              true,
+              {{"root", options.root.getValue()},
+               {"jobs", std::to_string(options.jobs.getValue())}}};
+  if (!options.parseCache.getValue().empty())
+    parse.options.push_back({"cache", options.parseCache.getValue()});
+  stages.push_back(std::move(parse));
   stages.push_back({"load-manifest",
                     !options.manifest.empty(),
                     {},

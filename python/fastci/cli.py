@@ -108,6 +108,8 @@ def build_pipeline(args: argparse.Namespace, plan_out: str) -> str:
     """
     repo = os.path.abspath(args.repo)
     options = {"root": repo, "base": args.base, "head": args.head}
+    if args.parse_cache:
+        options["parse_cache"] = os.path.abspath(args.parse_cache)
     manifests = []
     for manifest in args.manifest:
         if not os.path.isfile(manifest):
@@ -617,6 +619,9 @@ def make_parser() -> argparse.ArgumentParser:
     plan.add_argument("--head", default="HEAD", help="head revision (default HEAD)")
     plan.add_argument("--evidence", help="evidence directory (fastci collect)")
     plan.add_argument("--history", help="directory of JUnit XML reports")
+    plan.add_argument("--parse-cache", metavar="DIR",
+                      help="parse-python's cache (kept between CI runs, e.g. in "
+                           "the runner's cache): only files changed since are reparsed")
     plan.add_argument("--manifest", action="append", default=[],
                       help="CI job manifest (repeatable)")
     plan.add_argument("-o", "--output", default="plan.json",

@@ -20,8 +20,9 @@ namespace fastci::diff::attr {
 /// String, on changed files: the policy category of the path (`python`,
 /// `docs`, `unknown`, ...). Read by emit-plan.
 inline constexpr llvm::StringLiteral kCategory = "category";
-/// String (`python` | `all` | `tests` | `modules` | `ignore`), on changed
-/// files: what the policy decided. Read by select-affected.
+/// String (a FileDecision of Diff/FileDecision.h: `python` | `all` |
+/// `tests` | `reads` | `modules` | `ignore`), on changed files: what the
+/// policy decided. Read by select-affected.
 inline constexpr llvm::StringLiteral kDecision = "decision";
 /// String, on changed files and changes: a sentence saying why. Read by
 /// select-affected for its reasons.

@@ -4,8 +4,8 @@
 // in docs/Risk.md.
 //
 //===----------------------------------------------------------------------===//
-#include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Schedule/Risk.h"
+#include "fastci/Evidence/EvidenceAttrs.h"
 #include "gtest/gtest.h"
 #include <cmath>
 
@@ -107,8 +107,9 @@ TEST(RiskTest, ChangeSharesCountExactFunctions) {
   // moved code is named like changed f.
   TestId t2 = module.addTest("t2");
   exact(t2, {"m.h"});
-  module.getTest(t2).attrs.set(evidence::attr::kStaleEntities,
-                               Attribute::getStringList(std::vector<std::string>{"m.old.f"}));
+  module.getTest(t2).attrs.set(
+      evidence::attr::kStaleEntities,
+      Attribute::getStringList(std::vector<std::string>{"m.old.f"}));
   std::vector<std::optional<double>> shares =
       computeChangeShares(module, EvidenceGraph(module, 3));
   EXPECT_DOUBLE_EQ(*shares[0], 0.5);

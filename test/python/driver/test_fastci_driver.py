@@ -336,6 +336,17 @@ def test_plan_explain_change_policy_and_python(repo, tmp_path):
     assert [t["name"] for t in plan["tests"]] == ["tests/test_beta.py::test_beta"]
     assert plan["tests"][0]["argv"][0] == "/opt/other/python"
 
+    # --parse-cache keeps the parse: the same plan, and a cache to reuse.
+    cache = tmp_path / "parse-cache"
+    for _ in range(2):
+        cached = fastci("plan", "--repo", repo, "--base", "HEAD~1", "--evidence",
+                        evidence, "-o", plan_file, "--change-policy", policy,
+                        "--python", "/opt/other/python", "--parse-cache", cache,
+                        cwd=repo, env=environment())
+        assert "parse-cache=%s" % cache in cached.stderr
+        assert json.loads(plan_file.read_text()) == plan
+    assert cache.is_dir() and any(cache.iterdir())
+
     missing = fastci("plan", "--repo", repo, "--base", "HEAD~1", "-o", plan_file,
                      "--explain", "test_alpha", cwd=repo, env=environment(),
                      expect=2)
