@@ -7,6 +7,6 @@ Kept import-free: child processes of traced tests import
 """
 
 
-def main(argv=None):
+def main(argv: "list[str] | None" = None) -> int:
     from .harness import main as harness_main
     return harness_main(argv)

@@ -34,7 +34,7 @@ class GitError(Exception):
     """A git command failed; the message is git's own."""
 
 
-def git(repo, *args, check=True):
+def git(repo: str, *args: str, check: bool = True) -> str:
     proc = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True,
                           errors="replace")
     if check and proc.returncode != 0:
@@ -43,7 +43,7 @@ def git(repo, *args, check=True):
     return proc.stdout
 
 
-def show(repo, revision, path):
+def show(repo: str, revision: str, path: str) -> "str | None":
     """The text of `path` at `revision`, or None when absent or binary."""
     proc = subprocess.run(["git", "-C", repo, "show", "%s:%s" % (revision, path)],
                           capture_output=True)
@@ -66,7 +66,7 @@ class FileChange:
         return {p for p in (self.old_path, self.new_path) if p}
 
 
-def diff(repo, old, new):
+def diff(repo: str, old: str, new: str) -> "list[FileChange]":
     """[FileChange] between two revisions (no renames, zero context)."""
     text = git(repo, "diff", "-U0", "--no-renames", "--no-color", "--no-ext-diff", old, new)
     changes, current = [], None
@@ -96,7 +96,7 @@ def diff(repo, old, new):
     return changes
 
 
-def executable_lines(source):
+def executable_lines(source: str) -> "set[int] | None":
     """Lines of `source` that some code object's line table names, or None
     when it does not compile."""
     try:
@@ -133,7 +133,7 @@ def _docstring_lines(source):
     return lines
 
 
-def function_def_lines(source):
+def function_def_lines(source: str) -> "set[int]":
     """The `def` lines of every function of `source` (empty if it does not
     parse)."""
     import ast
@@ -145,7 +145,7 @@ def function_def_lines(source):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
-def code_lines(source):
+def code_lines(source: str) -> "set[int] | None":
     """Lines holding a token other than comments and whitespace; docstrings
     are documentation, not code."""
     lines = set()
@@ -243,7 +243,7 @@ def _targets(blocks, source):
     return plain, calls
 
 
-def import_block_lines(source):
+def import_block_lines(source: str) -> "set[int]":
     """Lines of module-level statements that only import: `import`/`from ...
     import` statements, and `if`/`try` blocks made of them (and `pass`),
     headers included. Executing such a line only binds names (unless the
@@ -275,7 +275,8 @@ def import_block_lines(source):
     return lines
 
 
-def import_only_hits(repo, parent, sha, hits, cache=None):
+def import_only_hits(repo: str, parent: str, sha: str, hits: "list[str]",
+                     cache: "dict | None" = None) -> bool:
     """True when every hit ("-path:line" at `parent`, "+path:line" at `sha`)
     is on a module-level import line (import_block_lines)."""
     cache = {} if cache is None else cache

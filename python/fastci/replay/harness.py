@@ -719,7 +719,7 @@ class Replay:
 # Figures
 # ---------------------------------------------------------------------------
 
-def load_records(state):
+def load_records(state: str) -> "tuple[dict, list[dict]]":
     """Config and the records of finished commits (those with a checkpoint
     at or after them), in order."""
     config = read_json(os.path.join(state, "config.json"))
@@ -733,7 +733,7 @@ def load_records(state):
     return config, records
 
 
-def score(records):
+def score(records: "list[dict]") -> "dict[str, dict]":
     """{strategy: figures} over the records."""
     figures = {}
     for name in STRATEGIES:
@@ -778,7 +778,7 @@ def score(records):
     return figures
 
 
-def format_table(config, records):
+def format_table(config: dict, records: "list[dict]") -> str:
     figures = score(records)
     oracle = figures["oracle"]["cost"]
     shas = config["commits"]
@@ -903,7 +903,7 @@ def format_walls(state, records):
 # Command line
 # ---------------------------------------------------------------------------
 
-def add_arguments(parser):
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo", default=".", help="git repository (its work tree is used)")
     parser.add_argument("--commits", type=int, default=30,
                         help="window: first-parent commits ending at --head (default 30)")
@@ -945,7 +945,7 @@ def add_arguments(parser):
                         help="-- followed by the pytest command of the suite")
 
 
-def report(states, diagnose):
+def report(states: "list[str]", diagnose: bool) -> int:
     for index, state in enumerate(states):
         if not os.path.exists(os.path.join(state, "config.json")):
             raise ReplayError("'%s' holds no replay" % state)
@@ -964,7 +964,7 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def run_args(args):
+def run_args(args: argparse.Namespace) -> int:
     # SIGTERM (and SIGINT, which shells ignore in background jobs) stop the
     # replay the same way: the suite is killed, the checkout restored.
     import signal
@@ -993,7 +993,7 @@ def run_args(args):
         return 130
 
 
-def main(argv=None):
+def main(argv: "list[str] | None" = None) -> int:
     parser = argparse.ArgumentParser(prog="fastci replay", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run_args(parser.parse_args(argv))

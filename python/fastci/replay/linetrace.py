@@ -149,7 +149,8 @@ def start_child_from_env():
     _install(tracer)
 
 
-def read_line_traces(out_dir, calls=None):
+def read_line_traces(out_dir: str,
+                     calls: "dict | None" = None) -> "dict[str, dict[str, set[int]]]":
     """Merges a trace directory into {test id: {path: set(lines)}}; the
     lines of 'call' events go to `calls` (same shape) when given."""
     merged = {}

@@ -28,7 +28,7 @@ _SWAP = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt,
 OPERATORS = ("compare", "negate", "constant", "return-none", "drop")
 
 
-def is_test_file(path):
+def is_test_file(path: str) -> bool:
     """Files pytest collects or loads as test code (not mutated)."""
     name = path.rsplit("/", 1)[-1]
     return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"

@@ -18,11 +18,11 @@ import os
 BUILD_FILES = ("setup.py", "setup.cfg", "pyproject.toml")
 
 
-def test_file(test_id):
+def test_file(test_id: str) -> str:
     return test_id.split("::", 1)[0]
 
 
-def expand(names, collected):
+def expand(names: "list[str]", collected: "list[str]") -> "tuple[set[str], list[str]]":
     """Maps plan names onto collected ids: a name stands for itself, or for
     the items it encloses (a file, a class, a parametrized function).
     Returns (set of collected ids, [names matching nothing])."""
