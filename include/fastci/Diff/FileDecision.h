@@ -3,13 +3,14 @@
 //
 // mark-changed records on every changed file what its policy decided
 // (`decision = "..."`, diff::attr::kDecision), and select-affected acts on
-// it. The values are this enum, spelled once here so that the writer and
-// the reader cannot drift apart.
+// it. The values are this enum, spelled once in its EnumName table so that
+// the writer and the reader cannot drift apart.
 //
 //===----------------------------------------------------------------------===//
 #ifndef FASTCI_DIFF_FILEDECISION_H
 #define FASTCI_DIFF_FILEDECISION_H
 
+#include "fastci/Support/EnumNames.h"
 #include "llvm/ADT/StringRef.h"
 #include <optional>
 
@@ -31,10 +32,24 @@ enum class FileDecision {
   Ignore,
 };
 
+/// The spellings of FileDecision: the `decision` attribute's values.
+inline constexpr EnumName<FileDecision> kFileDecisionNames[] = {
+    {FileDecision::Python, "python", "Mapped onto changed entities"},
+    {FileDecision::All, "all", "Every test runs"},
+    {FileDecision::Tests, "tests", "The tests listed in `tests`"},
+    {FileDecision::Reads, "reads", "The tests whose evidence read the file"},
+    {FileDecision::Modules, "modules", "The importers of the built modules"},
+    {FileDecision::Ignore, "ignore", "Nothing runs"},
+};
+
 /// The attribute spelling of \p decision.
-llvm::StringRef stringifyFileDecision(FileDecision decision);
+inline llvm::StringRef stringifyFileDecision(FileDecision decision) {
+  return stringifyEnum<FileDecision>(kFileDecisionNames, decision);
+}
 /// The decision spelled \p text, or none for an unknown spelling.
-std::optional<FileDecision> symbolizeFileDecision(llvm::StringRef text);
+inline std::optional<FileDecision> symbolizeFileDecision(llvm::StringRef text) {
+  return symbolizeEnum<FileDecision>(kFileDecisionNames, text);
+}
 
 } // namespace fastci
 
