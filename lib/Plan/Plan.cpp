@@ -16,6 +16,7 @@
 #include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
 
@@ -330,6 +331,23 @@ std::optional<Plan> fastci::buildPlan(const Module &module,
     return lhs->name < rhs->name;
   });
 
+  // A test the evidence recorded under a static item the plan also runs
+  // (`f[a]` under `f`, a case under its file or class item) runs as part of
+  // that item: listing it again would run it twice.
+  llvm::StringSet<> plannedNames;
+  for (const Test *test : planned)
+    plannedNames.insert(test->name);
+  std::vector<const Test *> enclosed;
+  llvm::erase_if(planned, [&](const Test *test) {
+    // get() returns the attribute by value: keep it alive for the name.
+    Attribute enclosedBy = test->attrs.get(select::attr::kEnclosedBy);
+    std::optional<llvm::StringRef> owner = enclosedBy.asString();
+    if (!owner || *owner == test->name || !plannedNames.contains(*owner))
+      return false;
+    enclosed.push_back(test);
+    return true;
+  });
+
   bool ok = true;
   double serialSeconds = 0;
   for (const Test *test : planned) {
@@ -356,6 +374,18 @@ std::optional<Plan> fastci::buildPlan(const Module &module,
       observed->position = plan.tests.size() + 1;
       plan.tests.push_back(std::move(*observed));
     }
+    plan.dropped.push_back(std::move(entry));
+  }
+  for (const Test *test : enclosed) {
+    DroppedTest entry = reader.readDropped(*test);
+    std::string owner = test->attrs.get(select::attr::kEnclosedBy)
+                            .asString()
+                            .value_or("")
+                            .str();
+    entry.rule = "enclosed";
+    entry.reason = "runs as part of '" + owner + "', which the plan runs (" +
+                   entry.reason + ")";
+    ++summary.skippedTests;
     plan.dropped.push_back(std::move(entry));
   }
   if (!ok)
