@@ -17,7 +17,6 @@
 //===----------------------------------------------------------------------===//
 #include "ChangeMapperImpl.h"
 #include "fastci/Diff/DiffAttrs.h"
-#include "fastci/Diff/FileDecision.h"
 
 using namespace fastci;
 using namespace fastci::detail;
@@ -454,9 +453,7 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
     record.attrs.set(diff::attr::kRule, Attribute::getString(rule->origin));
     switch (rule->action) {
     case PolicyAction::Ignore:
-      record.attrs.set(
-          diff::attr::kDecision,
-          Attribute::getString(stringifyFileDecision(FileDecision::Ignore)));
+      setDecision(record, FileDecision::Ignore);
       record.attrs.set(diff::attr::kReason,
                        Attribute::getString("the policy ignores " +
                                             rule->category + " files"));

@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 #include "ChangeMapperImpl.h"
 #include "fastci/Diff/DiffAttrs.h"
-#include "fastci/Diff/FileDecision.h"
 #include "llvm/Support/Path.h"
 
 using namespace fastci;
@@ -62,9 +61,7 @@ static bool mentionsPath(const AttrDict &attrs, StringRef path) {
 void ChangeMapper::Impl::forceAll(ChangedFile &record,
                                   const llvm::Twine &reason) {
   std::string text = reason.str();
-  record.attrs.set(
-      diff::attr::kDecision,
-      Attribute::getString(stringifyFileDecision(FileDecision::All)));
+  setDecision(record, FileDecision::All);
   record.attrs.set(diff::attr::kReason, Attribute::getString(text));
   allReasons.push_back((record.path + ": " + text).str());
   ++mapper.stats.filesForcingAll;
@@ -108,9 +105,7 @@ void ChangeMapper::Impl::mapDirectoryTests(const FileDiff &file,
     if (testFile.starts_with(prefix))
       names.push_back(test.name.str());
   }
-  record.attrs.set(
-      diff::attr::kDecision,
-      Attribute::getString(stringifyFileDecision(FileDecision::Tests)));
+  setDecision(record, FileDecision::Tests);
   record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
   record.attrs.set(diff::attr::kReason,
                    Attribute::getString(
@@ -161,9 +156,7 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
     if (referencing.contains(test.index))
       names.push_back(test.name.str());
   if (!names.empty()) {
-    record.attrs.set(
-        diff::attr::kDecision,
-        Attribute::getString(stringifyFileDecision(FileDecision::Tests)));
+    setDecision(record, FileDecision::Tests);
     record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
     record.attrs.set(
         diff::attr::kReason,
@@ -185,9 +178,7 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
     return forceAll(record, "no test references '" + path +
                                 "' and no test carries the fallback tags '" +
                                 tags + "'");
-  record.attrs.set(
-      diff::attr::kDecision,
-      Attribute::getString(stringifyFileDecision(FileDecision::Tests)));
+  setDecision(record, FileDecision::Tests);
   record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
   record.attrs.set(diff::attr::kTags,
                    Attribute::getStringList(rule.fallbackTags));
@@ -226,9 +217,7 @@ bool ChangeMapper::Impl::mapReadingTests(const FileDiff &file,
                    Attribute::getString(rule ? rule->category : "unknown"));
   if (rule)
     record.attrs.set(diff::attr::kRule, Attribute::getString(rule->origin));
-  record.attrs.set(
-      diff::attr::kDecision,
-      Attribute::getString(stringifyFileDecision(FileDecision::Reads)));
+  setDecision(record, FileDecision::Reads);
   record.attrs.set(diff::attr::kReaders, Attribute::getStringList(names));
   record.attrs.set(
       diff::attr::kReason,
@@ -312,9 +301,7 @@ void ChangeMapper::Impl::mapExtension(const FileDiff &file,
     change.attrs.set(diff::attr::kVia, Attribute::getString(path));
     ++mapper.stats.changes;
   }
-  record.attrs.set(
-      diff::attr::kDecision,
-      Attribute::getString(stringifyFileDecision(FileDecision::Modules)));
+  setDecision(record, FileDecision::Modules);
   record.attrs.set(diff::attr::kModules, Attribute::getStringList(modules));
   if (!extensions.empty())
     record.attrs.set(diff::attr::kExtensions,

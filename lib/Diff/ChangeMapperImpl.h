@@ -13,6 +13,7 @@
 
 #include "fastci/Diff/ChangeMapper.h"
 #include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Diff/FileDecision.h"
 #include "fastci/Diff/ImportGraph.h"
 #include "fastci/Diff/ModuleLevel.h"
 #include "fastci/Evidence/EvidenceAttrs.h"
@@ -37,6 +38,12 @@ namespace fastci {
 namespace detail {
 
 using llvm::StringRef;
+
+/// Records on a changed file what its policy decided.
+inline void setDecision(ChangedFile &record, FileDecision decision) {
+  record.attrs.set(diff::attr::kDecision,
+                   Attribute::getString(stringifyFileDecision(decision)));
+}
 
 /// The entities of one version of one Python file, indexed by line and by
 /// qualified name.

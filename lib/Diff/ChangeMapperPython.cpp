@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 #include "ChangeMapperImpl.h"
 #include "fastci/Diff/DiffAttrs.h"
-#include "fastci/Diff/FileDecision.h"
 #include "fastci/Python/PythonAttrs.h"
 
 using namespace fastci;
@@ -220,9 +219,7 @@ void ChangeMapper::Impl::mapPythonFile(const FileDiff &file,
 
   mapper.stats.changes += pending.size() - firstChange;
   record.attrs.set(diff::attr::kCategory, Attribute::getString("python"));
-  record.attrs.set(
-      diff::attr::kDecision,
-      Attribute::getString(stringifyFileDecision(FileDecision::Python)));
+  setDecision(record, FileDecision::Python);
   std::string reason =
       llvm::formatv("{0} changed entities", pending.size() - firstChange);
   if (file.isModeChangeOnly())

@@ -265,36 +265,35 @@ void EvidenceGraph::buildImportEvidence(
     unique(owners);
 }
 
+/// Row \p index of a per-test or per-entity table, or nothing for an index
+/// the table does not cover (ids added to the module after the graph).
+template <typename T>
+static llvm::ArrayRef<T> elementOf(const std::vector<std::vector<T>> &table,
+                                   size_t index) {
+  return index < table.size() ? llvm::ArrayRef<T>(table[index])
+                              : llvm::ArrayRef<T>();
+}
+
 llvm::ArrayRef<std::string>
 EvidenceGraph::getUnresolvedFunctions(TestId test) const {
-  return test < unresolvedFunctions.size()
-             ? llvm::ArrayRef<std::string>(unresolvedFunctions[test])
-             : llvm::ArrayRef<std::string>();
+  return elementOf(unresolvedFunctions, test);
 }
 
 llvm::ArrayRef<EntityId> EvidenceGraph::getImportFunctions(TestId test) const {
-  return test < importFunctions.size()
-             ? llvm::ArrayRef<EntityId>(importFunctions[test])
-             : llvm::ArrayRef<EntityId>();
+  return elementOf(importFunctions, test);
 }
 
 llvm::ArrayRef<EntityId> EvidenceGraph::getRecordedImports(TestId test) const {
-  return test < recordedImports.size()
-             ? llvm::ArrayRef<EntityId>(recordedImports[test])
-             : llvm::ArrayRef<EntityId>();
+  return elementOf(recordedImports, test);
 }
 
 llvm::ArrayRef<TestId>
 EvidenceGraph::getTestsRunningAtImport(EntityId entity) const {
-  return entity < testsAtImport.size()
-             ? llvm::ArrayRef<TestId>(testsAtImport[entity])
-             : llvm::ArrayRef<TestId>();
+  return elementOf(testsAtImport, entity);
 }
 
 llvm::ArrayRef<TestId> EvidenceGraph::getTestsImporting(EntityId module) const {
-  return module < testsImporting.size()
-             ? llvm::ArrayRef<TestId>(testsImporting[module])
-             : llvm::ArrayRef<TestId>();
+  return elementOf(testsImporting, module);
 }
 
 llvm::ArrayRef<TestId>
@@ -306,9 +305,7 @@ EvidenceGraph::getTestsReading(llvm::StringRef path) const {
 
 llvm::ArrayRef<EntityId>
 EvidenceGraph::getImportingModules(EntityId entity) const {
-  return entity < importingModules.size()
-             ? llvm::ArrayRef<EntityId>(importingModules[entity])
-             : llvm::ArrayRef<EntityId>();
+  return elementOf(importingModules, entity);
 }
 
 llvm::ArrayRef<EvidenceGraph::CallEdge>

@@ -245,6 +245,18 @@ private:
   /// The item for a whole class whose inherited tests are not known.
   void addUnknownClassItem(EntityRef cls, const std::string &prefix,
                            const MarkChain &chain);
+  /// The class item that stands for tests whose names are not known: the
+  /// whole class when its bases are not known (\p unknown), else the
+  /// enclosing item when one of \p mro has import-time members.
+  void addUncertainClassItem(EntityRef cls, const std::string &prefix,
+                             llvm::ArrayRef<EntityRef> mro,
+                             const MarkChain &chain, bool unknown) {
+    if (unknown)
+      addUnknownClassItem(cls, prefix, chain);
+    else if (llvm::any_of(
+                 mro, [&](EntityRef ref) { return hasUnknownMembers(ref); }))
+      addEnclosingItem(prefix, cls, "dynamic-tests", chain.marks);
+  }
   void collectClass(EntityRef cls, StringRef name, const std::string &prefix,
                     const MarkChain &outer, unsigned depth);
   /// A unittest.TestCase subclass, as pytest's unittest plugin collects it.
@@ -651,11 +663,7 @@ void ItemCollector::collectUnittestClass(EntityRef cls,
   if (isDisabled(mro))
     return;
   MarkChain chain = getClassMarks(mro, outer);
-  if (unknown)
-    addUnknownClassItem(cls, prefix, chain);
-  else if (llvm::any_of(mro,
-                        [&](EntityRef ref) { return hasUnknownMembers(ref); }))
-    addEnclosingItem(prefix, cls, "dynamic-tests", chain.marks);
+  addUncertainClassItem(cls, prefix, mro, chain, unknown);
   // TestLoader.getTestCaseNames: every callable attribute (a function or a
   // class) whose name starts with `test`, along the MRO, sorted by name.
   std::map<std::string, EntityRef> members;
@@ -721,11 +729,7 @@ void ItemCollector::collectClass(EntityRef cls, StringRef name,
   }
 
   MarkChain chain = getClassMarks(mro, outer);
-  if (unknown)
-    addUnknownClassItem(cls, prefix, chain);
-  else if (llvm::any_of(mro,
-                        [&](EntityRef ref) { return hasUnknownMembers(ref); }))
-    addEnclosingItem(prefix, cls, "dynamic-tests", chain.marks);
+  addUncertainClassItem(cls, prefix, mro, chain, unknown);
   classMros.push_back(mro);
   auto popClass = llvm::make_scope_exit([&] { classMros.pop_back(); });
 
