@@ -481,8 +481,7 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
       mapExtension(file, *rule, record);
       break;
     case PolicyAction::All:
-      forceAll(record, "the policy selects every test for " + rule->category +
-                           " files");
+      mapRunAll(file, *rule, record);
       break;
     }
   }

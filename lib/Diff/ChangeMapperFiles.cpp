@@ -8,7 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ChangeMapperImpl.h"
+#include "fastci/Diff/ConfigSections.h"
 #include "fastci/Diff/DiffAttrs.h"
+#include "fastci/Python/PythonAttrs.h"
 #include "llvm/Support/Path.h"
 
 using namespace fastci;
@@ -67,6 +69,103 @@ void ChangeMapper::Impl::forceAll(ChangedFile &record,
   ++mapper.stats.filesForcingAll;
 }
 
+/// The decorator lines written above the `def` on 1-based line \p defLine
+/// (`@pytest.fixture(` and its argument lines), joined.
+static std::string getDecoratorText(llvm::ArrayRef<StringRef> lines,
+                                    uint32_t defLine) {
+  std::string text;
+  for (uint32_t line = defLine; line > 1 && line - 1 <= lines.size();
+       --line) {
+    StringRef above = lines[line - 2];
+    StringRef trimmed = above.trim();
+    // Blank lines and statements at column 0 other than decorators (and
+    // the closing brackets of their arguments) end the decorators.
+    if (trimmed.empty() ||
+        (above.front() != ' ' && above.front() != '\t' &&
+         !trimmed.starts_with("@") && !trimmed.starts_with(")") &&
+         !trimmed.starts_with("]")))
+      break;
+    text = (trimmed + "\n" + text).str();
+  }
+  return text;
+}
+
+/// The 1-based line of `def name(` at column 0 of \p lines, or 0.
+static uint32_t findTopLevelDef(llvm::ArrayRef<StringRef> lines,
+                                StringRef name) {
+  for (auto [index, line] : llvm::enumerate(lines)) {
+    StringRef rest = line;
+    rest.consume_front("async ");
+    if (rest.consume_front("def ") && rest.ltrim().starts_with(name) &&
+        rest.ltrim().drop_front(name.size()).ltrim().starts_with("("))
+      return index + 1;
+  }
+  return 0;
+}
+
+/// True when \p decorators (a fixture's decorator text) leave it
+/// function-scoped: no `scope=` other than "function" (nor a callable).
+static bool isFunctionScoped(StringRef decorators) {
+  size_t at = decorators.find("scope");
+  if (at == StringRef::npos)
+    return true;
+  StringRef value = decorators.drop_front(at + 5).ltrim();
+  if (!value.consume_front("="))
+    return true;
+  value = value.ltrim();
+  return value.starts_with("\"function\"") ||
+         value.starts_with("'function'");
+}
+
+std::optional<std::string>
+ChangeMapper::Impl::getFixtureOnlyChange(const FileDiff &file) {
+  // A function-scoped fixture runs in every test that requests it, so the
+  // evidence recorded before the change names all the tests a change to
+  // its body or decorator can affect. A module-level change, a hook, a
+  // helper (hooks may call it outside any test), an added fixture (it may
+  // override a plugin's or a parent conftest's of the same name for tests
+  // whose evidence shows only that one), a scoped fixture (later tests of
+  // its scope reuse the value without running it) or an autouse one (the
+  // change may make it apply to new tests) is not.
+  StringRef path = file.getPath();
+  const SourceText &newText = getNewText(path);
+  const SourceText &oldText =
+      getOldText(file.oldPath.empty() ? path : StringRef(file.oldPath));
+  if (!newText.text || !oldText.text)
+    return std::nullopt;
+  std::vector<std::string> fixtures;
+  for (const PendingChange &change : pending) {
+    if (change.dropped || (change.file != path && change.file != file.oldPath))
+      continue;
+    if (change.kind == ChangeKind::Cosmetic)
+      continue;
+    if (change.kind != ChangeKind::Modified ||
+        change.entityKind != EntityKind::Function ||
+        change.entity == kNoEntity || StringRef(change.qualName).contains('.'))
+      return std::nullopt;
+    const Entity &entity = module.getEntity(change.entity);
+    Attribute fixture = entity.attrs.get(python::attr::kFixture);
+    if (!fixture.isBool() || !fixture.getBool())
+      return std::nullopt;
+    uint32_t oldDef = findTopLevelDef(oldText.lines, change.qualName);
+    if (!oldDef)
+      return std::nullopt;
+    std::string before = getDecoratorText(oldText.lines, oldDef);
+    std::string after =
+        getDecoratorText(newText.lines, entity.range.startLine);
+    if (!isFunctionScoped(before) ||
+        StringRef(before).contains("autouse") ||
+        StringRef(after).contains("autouse"))
+      return std::nullopt;
+    fixtures.push_back(change.qualName);
+  }
+  if (fixtures.empty())
+    return std::nullopt;
+  return "changes only function-scoped fixtures (" +
+         llvm::join(fixtures, ", ") +
+         "): the tests whose evidence ran them are selected";
+}
+
 void ChangeMapper::Impl::mapDirectoryTests(const FileDiff &file,
                                            ChangedFile &record) {
   // pytest loads a conftest.py for the tests at or below its directory
@@ -74,6 +173,10 @@ void ChangeMapper::Impl::mapDirectoryTests(const FileDiff &file,
   StringRef path = file.getPath();
   StringRef dir =
       llvm::sys::path::parent_path(path, llvm::sys::path::Style::posix);
+  if (std::optional<std::string> fixtures = getFixtureOnlyChange(file)) {
+    record.attrs.set(diff::attr::kReason, Attribute::getString(*fixtures));
+    return;
+  }
   if (dir.empty())
     return forceAll(record, "'" + path + "' applies to every test");
   // Hooks are not all directory-scoped: `pytest_collection_modifyitems`,
@@ -112,6 +215,62 @@ void ChangeMapper::Impl::mapDirectoryTests(const FileDiff &file,
                        llvm::formatv("applies to the {0} test(s) below '{1}'",
                                      names.size(), prefix)
                            .str()));
+}
+
+void ChangeMapper::Impl::mapRunAll(const FileDiff &file,
+                                   const PolicyRule &rule,
+                                   ChangedFile &record) {
+  std::string all = "the policy selects every test for " + rule.category +
+                    " files";
+  if (rule.ignoreSections.empty())
+    return forceAll(record, all);
+  if (file.isBinary)
+    return forceAll(record, all + " (a binary patch)");
+  // Removed lines are located in the old text, added ones in the new.
+  if (!file.oldPath.empty())
+    diffByOldPath.try_emplace(file.oldPath, &file);
+  if (!file.newPath.empty())
+    diffByNewPath.try_emplace(file.newPath, &file);
+  const SourceText *newText =
+      file.newPath.empty() ? nullptr : &getNewText(file.newPath);
+  const SourceText *oldText =
+      file.oldPath.empty() ? nullptr : &getOldText(file.oldPath);
+  std::vector<std::string> ignored;
+  for (const Hunk &hunk : file.hunks)
+    for (const DiffLine &line : hunk.lines) {
+      if (line.kind == ' ')
+        continue;
+      bool added = line.kind == '+';
+      const SourceText *text = added ? newText : oldText;
+      uint32_t number = added ? line.newLine : line.oldLine;
+      if (!text || !text->text)
+        return forceAll(record, all + " (its " +
+                                    (added ? "new" : "old") +
+                                    " text is not available)");
+      ConfigLine where = locateConfigLine(text->lines, number);
+      if (where.insignificant)
+        continue;
+      if (llvm::none_of(rule.ignoreSections, [&](const std::string &pattern) {
+            return matchConfigSection(pattern, where);
+          }))
+        return forceAll(record, llvm::formatv("{0} (line {1} {2} '{3}')", all,
+                                              number,
+                                              added ? "changes" : "removes",
+                                              where.getPath().empty()
+                                                  ? line.text.trim().str()
+                                                  : where.getPath())
+                                    .str());
+      if (!llvm::is_contained(ignored, where.getPath()))
+        ignored.push_back(where.getPath());
+    }
+  setDecision(record, FileDecision::Ignore);
+  record.attrs.set(
+      diff::attr::kReason,
+      Attribute::getString(
+          ignored.empty()
+              ? std::string("only blank and comment lines changed")
+              : "only changes sections the policy ignores: " +
+                    llvm::join(ignored, ", ")));
 }
 
 void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,

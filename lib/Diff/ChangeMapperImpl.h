@@ -273,6 +273,13 @@ private:
   /// Routes \p file (already mapped as Python) to the tests at or below its
   /// directory, or to every test for a file at the root.
   void mapDirectoryTests(const FileDiff &file, ChangedFile &record);
+  /// For a conftest.py whose every change modifies function-scoped,
+  /// non-autouse fixtures: why evidence alone selects for it.
+  std::optional<std::string> getFixtureOnlyChange(const FileDiff &file);
+  /// An `all` rule: every test, unless the rule's `ignore-sections` cover
+  /// every changed line of the file.
+  void mapRunAll(const FileDiff &file, const PolicyRule &rule,
+                 ChangedFile &record);
   void mapReferencingTests(const FileDiff &file, const PolicyRule &rule,
                            ChangedFile &record);
   void mapExtension(const FileDiff &file, const PolicyRule &rule,

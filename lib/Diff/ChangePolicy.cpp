@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangePolicy.h"
+#include "llvm/Support/GlobPattern.h"
 #include "fastci/Python/GitIgnore.h"
 #include "fastci/Support/YAML.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -166,9 +167,10 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
   auto [line, column] = diag.getLineAndColumn(node.loc);
   rule.origin = (policy.name + ":" + llvm::Twine(line)).str();
   bool sawAction = false;
-  const YAMLNode *fallbackKey = nullptr;
+  const YAMLNode *fallbackKey = nullptr, *sectionsKey = nullptr;
   if (failed(forEachKey(
-          node, "a rule", {"match", "category", "action", "fallback-tags"},
+          node, "a rule",
+          {"match", "category", "action", "fallback-tags", "ignore-sections"},
           [&](const YAMLNode &key, const YAMLNode &value) {
             if (key.scalar == "match") {
               if (failed(parseStringList(value, rule.globs)))
@@ -183,6 +185,22 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
             if (key.scalar == "fallback-tags") {
               fallbackKey = &key;
               return parseStringList(value, rule.fallbackTags);
+            }
+            if (key.scalar == "ignore-sections") {
+              sectionsKey = &key;
+              if (failed(parseStringList(value, rule.ignoreSections)))
+                return failure();
+              for (const std::string &pattern : rule.ignoreSections) {
+                llvm::Expected<llvm::GlobPattern> glob =
+                    llvm::GlobPattern::create(pattern);
+                if (!glob)
+                  return emitError(value, "bad section pattern '" + pattern +
+                                              "': " +
+                                              llvm::toString(glob.takeError()));
+                if (pattern.empty())
+                  return emitError(value, "empty section pattern");
+              }
+              return success();
             }
             std::string action;
             if (failed(parseString(value, action)))
@@ -213,6 +231,10 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
     return emitError(*fallbackKey,
                      "'fallback-tags' only applies to rules with action "
                      "'tests'");
+  if (sectionsKey && rule.action != PolicyAction::All)
+    return emitError(*sectionsKey,
+                     "'ignore-sections' only applies to rules with action "
+                     "'all'");
   policy.rules.push_back(std::move(rule));
   return success();
 }

@@ -25,8 +25,10 @@ using namespace fastci;
 using llvm::StringRef;
 
 void ModuleLevelEdit::finish() {
-  llvm::sort(defines);
-  defines.erase(std::unique(defines.begin(), defines.end()), defines.end());
+  for (std::vector<std::string> *names : {&defines, &imports}) {
+    llvm::sort(*names);
+    names->erase(std::unique(names->begin(), names->end()), names->end());
+  }
 }
 
 bool fastci::isPureDecorator(StringRef name) {

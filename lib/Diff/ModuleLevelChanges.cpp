@@ -216,5 +216,8 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
     if (edit.effect)
       change.attrs.set(diff::attr::kEffectStatement,
                        Attribute::getString(edit.effectStatement));
+    else if (!edit.imports.empty())
+      change.attrs.set(diff::attr::kChangedImports,
+                       Attribute::getStringList(edit.imports));
   }
 }

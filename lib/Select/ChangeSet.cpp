@@ -45,11 +45,16 @@ ChangeSet::ChangeSet(const Module &module)
         relevant.region = getRegion(change.entity);
       }
       relevant.importEffect = level && *level == diff::attr::kEffect;
-      if (const Attribute *defines = change.attrs.lookup(diff::attr::kDefines);
-          defines && defines->isList())
-        for (const Attribute &name : defines->getList())
-          if (name.isString())
-            relevant.defines.push_back(name.getString().str());
+      auto readNames = [&](llvm::StringRef attr,
+                           std::vector<std::string> &names) {
+        if (const Attribute *list = change.attrs.lookup(attr);
+            list && list->isList())
+          for (const Attribute &name : list->getList())
+            if (name.isString())
+              names.push_back(name.getString().str());
+      };
+      readNames(diff::attr::kDefines, relevant.defines);
+      readNames(diff::attr::kChangedImports, relevant.imports);
     }
     relevant.oldSymbols.push_back(change.symbol.str());
     if (std::optional<llvm::StringRef> from =

@@ -52,6 +52,8 @@ llvm::StringRef fastci::stringifySelectionRule(SelectionRule rule) {
     return "import-time";
   case SelectionRule::ModuleName:
     return "module-name";
+  case SelectionRule::ModuleImport:
+    return "module-import";
   case SelectionRule::SampledCaller:
     return "sampled-caller";
   case SelectionRule::StaticReach:
@@ -123,6 +125,7 @@ private:
   void applyChange(const RelevantChange &change);
   bool applyParseError(const RelevantChange &change);
   bool applyModuleNames(const RelevantChange &change, llvm::StringRef scope);
+  bool applyModuleImports(const RelevantChange &change);
   bool applyImportTime(const RelevantChange &change);
   bool selectImporters(EntityId moduleEntity, const std::string &what);
   llvm::DenseSet<EntityId> getImporters(EntityId moduleEntity);
@@ -689,6 +692,7 @@ void Selector::applyChange(const RelevantChange &change) {
     // imports of the module, no package fallback (a name nobody reads
     // selects nothing, and is no warning).
     applyModuleNames(change, record.symbol);
+    applyModuleImports(change);
     return;
   } else if (change.level == ModuleLevel::Effect) {
     fullRegion = changes.getRegion(change.entity);
@@ -1104,6 +1108,51 @@ bool Selector::applyModuleNames(const RelevantChange &change,
           });
         }
     }
+  }
+  return any;
+}
+
+bool Selector::applyModuleImports(const RelevantChange &change) {
+  // An import statement is more than a binding: it loads the modules it
+  // names (their bodies run in every process that gets this far) and fails
+  // on a name the target does not bind, breaking the module's import. What
+  // it binds are globals of the module, which any of the module's code may
+  // read; parse-python's `names` see `X.attr` and calls of `X`, not every
+  // use (`globals()`, decorators applied at import, re-exports read through
+  // the package). So the observers are the processes that import the
+  // module and the tests that run its code — not every test whose test
+  // file imports the package at collection, where nothing of the module
+  // runs for that test.
+  EntityId owner = getModuleOf(change.entity);
+  if (change.imports.empty() || owner == kNoEntity)
+    return false;
+  std::string name = quoteSymbol(module.getEntity(owner).symbol);
+  std::string imports =
+      "changed import statements (" + llvm::join(change.imports, ", ") + ")";
+  bool any = false;
+  for (const ChangeExecution &execution :
+       ChangeSet::getExecutions(graph, changes.getRegion(owner))) {
+    any = true;
+    verdicts[execution.test].offer(SelectionRule::ModuleImport, [&] {
+      return "module-import: it runs " +
+             quoteSymbol(module.getEntity(execution.hottest).symbol) +
+             " of " + name + ", whose " + imports +
+             " bind the globals its code reads";
+    });
+  }
+  for (TestId test : graph.getTestsImporting(owner)) {
+    any = true;
+    verdicts[test].offer(SelectionRule::ModuleImport, [&] {
+      return "module-import: its recorded processes import " + name +
+             ", running its " + imports;
+    });
+  }
+  for (TestId test : graph.getTestsRunningAtImport(owner)) {
+    any = true;
+    verdicts[test].offer(SelectionRule::ModuleImport, [&] {
+      return "module-import: its evidence ran the body of " + name +
+             ", with its " + imports;
+    });
   }
   return any;
 }

@@ -59,6 +59,10 @@ struct PolicyRule {
   /// For ReferencingTests: test tags to select when no test references the
   /// file. Empty means every test.
   std::vector<std::string> fallbackTags;
+  /// For All: globs over `section` or `section/key` of an INI or TOML file
+  /// (`flake8`, `tool.ruff*`, `metadata/license*`). A change whose every
+  /// changed line is blank, a comment, or in one of them affects no test.
+  std::vector<std::string> ignoreSections;
   /// Where the rule is written, as `file:line`, for decisions to cite.
   std::string origin;
 };

@@ -111,6 +111,15 @@ inline constexpr llvm::StringLiteral kEffect = "effect";
 /// `DEFAULTS`). Read by select-affected (rule `module-name`).
 inline constexpr llvm::StringLiteral kDefines = "defines";
 
+/// String list, on a change with module_level = "definition" whose changed
+/// statements import (`import x`, `from .m import y`, and `if`/`try` blocks
+/// of them): the modules imported, as written (`x`, `.m`, `.m.y`). An import
+/// does work beyond binding (it may load modules, it fails on a name the
+/// target lacks) and binds globals the module's own code reads, so
+/// select-affected adds every test that runs code of the module (rule
+/// `module-import`).
+inline constexpr llvm::StringLiteral kChangedImports = "changed_imports";
+
 /// String, on a change with module_level: the first changed statement that
 /// made it an effect, for reasons (`torch.manual_seed(0)`, line 12).
 inline constexpr llvm::StringLiteral kEffectStatement = "effect_statement";

@@ -37,7 +37,7 @@ struct ModuleLevelEdit {
   /// At least one changed statement was found.
   bool found = false;
 
-  /// Sorts and de-duplicates \c defines.
+  /// Sorts and de-duplicates \c defines and \c imports.
   void finish();
 };
 

@@ -59,6 +59,10 @@ struct RelevantChange {
   /// For classified changes of a module's or class's own lines: the names
   /// bound.
   std::vector<std::string> defines;
+  /// For a Definition: modules its changed import statements import, as
+  /// written (mark-changed's `changed_imports`); empty when it imports
+  /// nothing.
+  std::vector<std::string> imports;
   /// The change runs with effects when its module is imported (a
   /// module-level Effect, or a class whose own lines are one).
   bool importEffect = false;

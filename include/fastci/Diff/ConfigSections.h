@@ -1,0 +1,52 @@
+//===- ConfigSections.h - Sections and keys of INI and TOML files -*- C++ -*-===//
+//
+// setup.cfg, tox.ini and pyproject.toml are build files, but most edits to
+// them configure linters and formatters (`[flake8]`, `[tool.ruff]`) or
+// describe the package (`license_files`, `classifiers`), which no test can
+// observe. A policy rule may list such sections and keys
+// (`ignore-sections`); mark-changed then needs to know where each changed
+// line sits. This is a line-level reading that needs no full INI or TOML
+// parser: section headers (`[name]`, `[[name]]`) open sections, a line at
+// column 0 of the form `key = ...` (or `key: ...`) starts a key, and every
+// other non-blank line continues the key above it (INI's indented
+// continuation lines, a TOML array or table spread over several lines).
+//
+//===----------------------------------------------------------------------===//
+#ifndef FASTCI_DIFF_CONFIGSECTIONS_H
+#define FASTCI_DIFF_CONFIGSECTIONS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include <cstdint>
+#include <string>
+
+namespace fastci {
+
+/// Where one line of a configuration file sits.
+struct ConfigLine {
+  /// Blank and comment lines mean nothing to any reader of the file.
+  bool insignificant = false;
+  /// The enclosing section (`metadata`, `tool.black`, `coverage:run`); empty
+  /// before the first header.
+  std::string section;
+  /// The key the line belongs to, empty for a header line or a line before
+  /// any key of its section.
+  std::string key;
+
+  /// `section/key`, or `section` for a line that belongs to no key.
+  std::string getPath() const;
+};
+
+/// Locates 1-based line \p line of the file split into \p lines. A line
+/// past the end is insignificant.
+ConfigLine locateConfigLine(llvm::ArrayRef<llvm::StringRef> lines,
+                            uint32_t line);
+
+/// True when \p pattern (a glob over `section` or `section/key`, as written
+/// in a policy's `ignore-sections`) matches \p where: the pattern matches its
+/// section alone or its `section/key` path.
+bool matchConfigSection(llvm::StringRef pattern, const ConfigLine &where);
+
+} // namespace fastci
+
+#endif // FASTCI_DIFF_CONFIGSECTIONS_H

@@ -1,0 +1,87 @@
+//===- ConfigSections.cpp - Sections and keys of INI and TOML files -------===//
+//
+// Reads files line by line from the top, as an INI or TOML reader would, and
+// stops at the line asked for. Both formats share the shape the policy needs:
+// a header line names a section, a key starts at column 0, and what follows
+// it until the next key or header is its value.
+//
+//===----------------------------------------------------------------------===//
+#include "fastci/Diff/ConfigSections.h"
+#include "llvm/Support/GlobPattern.h"
+
+using namespace fastci;
+using llvm::StringRef;
+
+std::string ConfigLine::getPath() const {
+  return key.empty() ? section : section + "/" + key;
+}
+
+/// The section a header line opens (`[tool.black]`, `[[tool.x]]`,
+/// `[coverage:run]  # comment`), or none.
+static std::optional<StringRef> parseHeader(StringRef trimmed) {
+  if (!trimmed.consume_front("["))
+    return std::nullopt;
+  bool array = trimmed.consume_front("[");
+  size_t close = trimmed.find(']');
+  if (close == StringRef::npos)
+    return std::nullopt;
+  StringRef name = trimmed.take_front(close).trim();
+  StringRef rest = trimmed.drop_front(close + 1);
+  if (array && !rest.consume_front("]"))
+    return std::nullopt;
+  rest = rest.ltrim();
+  if (!rest.empty() && rest.front() != '#' && rest.front() != ';')
+    return std::nullopt;
+  return name;
+}
+
+/// The key a line at column 0 starts (`license_files = LICENSE`,
+/// `max-line-length: 120`, `"quoted.key" = 1`), or none.
+static std::optional<StringRef> parseKey(StringRef line) {
+  if (line.empty() || line.front() == ' ' || line.front() == '\t')
+    return std::nullopt;
+  size_t end = line.find_first_of("=:");
+  if (end == 0 || end == StringRef::npos)
+    return std::nullopt;
+  StringRef key = line.take_front(end).trim();
+  if (key.empty() || key.find_first_of("[]{}(),") != StringRef::npos)
+    return std::nullopt;
+  return key;
+}
+
+ConfigLine fastci::locateConfigLine(llvm::ArrayRef<StringRef> lines,
+                                    uint32_t line) {
+  ConfigLine where;
+  if (line == 0 || line > lines.size()) {
+    where.insignificant = true;
+    return where;
+  }
+  for (uint32_t number = 1; number <= line; ++number) {
+    StringRef text = lines[number - 1].rtrim("\r");
+    StringRef trimmed = text.trim();
+    bool current = number == line;
+    if (trimmed.empty() || trimmed.front() == '#' || trimmed.front() == ';') {
+      if (current)
+        where.insignificant = true;
+      continue;
+    }
+    if (std::optional<StringRef> header = parseHeader(trimmed)) {
+      where.section = header->str();
+      where.key.clear();
+      continue;
+    }
+    if (std::optional<StringRef> key = parseKey(text))
+      where.key = key->str();
+  }
+  return where;
+}
+
+bool fastci::matchConfigSection(StringRef pattern, const ConfigLine &where) {
+  llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(pattern);
+  if (!glob) {
+    llvm::consumeError(glob.takeError());
+    return false;
+  }
+  return glob->match(where.section) ||
+         (!where.key.empty() && glob->match(where.getPath()));
+}
