@@ -817,9 +817,10 @@ def format_table(config: dict, records: "list[dict]") -> str:
 
 def import_only_misses(config, records):
     """Commits where FastCI missed no mutant and every affected test it
-    missed hits only module-level import lines (their only effect is to bind
-    names, which FastCI's module-name rule follows): the line truth counts
-    such a line for every test executing the file (docs/Evaluation.md)."""
+    missed hits only module-level import lines: the line truth counts such a
+    line for every test executing the file, which FastCI's module-import
+    rule follows; a FastCI without it selects only the readers of the bound
+    names (docs/Evaluation.md)."""
     found, cache = [], {}
     for r in records:
         sel = set(r["selected"]["fastci"])
