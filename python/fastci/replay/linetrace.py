@@ -181,11 +181,10 @@ _collected = []
 _collectable = []
 
 
-def pytest_configure(config):
+def _start_tracing(config):
     global _tracer
-    config.pluginmanager.register(_Collectable(), "fastci-replay-collectable")
     out = os.environ.get(ENV_OUT)
-    if not out:
+    if not out or _tracer is not None:
         return
     root = os.environ.get(ENV_ROOT) or str(config.rootpath)
     os.environ[ENV_ROOT] = root
@@ -196,6 +195,20 @@ def pytest_configure(config):
     _tracer.start()
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_tracer.after_fork_in_child)
+
+
+def pytest_load_initial_conftests(early_config, parser, args):
+    # Before the first conftest.py is imported: a conftest that imports the
+    # package (`import ignite.distributed`) runs every module body of it
+    # then, and those module-level lines are the `<import>` lines of every
+    # test that executes the files (Coverage.of). Started only at
+    # pytest_configure, they were never traced.
+    _start_tracing(early_config)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_Collectable(), "fastci-replay-collectable")
+    _start_tracing(config)
 
 
 try:

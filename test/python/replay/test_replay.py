@@ -307,3 +307,32 @@ def test_expand_plan_names():
     assert selected == set(collected)
     assert unknown == ["t/test_b.py::nope"]
     assert strategies.expand(["t/test_a.py"], collected)[0] == set(collected[:3])
+
+
+def test_line_tracer_sees_imports_of_initial_conftests(tmp_path):
+    """A conftest.py that imports the package runs its module bodies before
+    pytest_configure: those lines are still `<import>` lines (a test that
+    runs pkg code then hits them through Coverage.of)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("X = 1\n\n\ndef f():\n    return X\n")
+    (tmp_path / "tests" / "conftest.py").write_text("import pkg\n")
+    (tmp_path / "tests" / "test_a.py").write_text("import pkg\n\n\ndef test_f():\n    assert pkg.f() == 1\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, FASTCI_LINETRACE_OUT=str(out), FASTCI_LINETRACE_ROOT=str(tmp_path),
+               PYTHONPATH=os.pathsep.join([PACKAGE, str(tmp_path)]))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "fastci.replay.linetrace", "tests"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    traced = {}
+    for name in os.listdir(out):
+        with open(out / name) as f:
+            for entry in json.load(f):
+                traced.setdefault(entry["test"], {}).update(entry["files"])
+    assert {1, 4} <= set(traced["<import>"]["pkg/__init__.py"])
+    coverage = harness.Coverage({"tests/test_a.py::test_f": {p: set(v) for p, v in
+                                                              traced["tests/test_a.py::test_f"].items()}},
+                                {p: set(v) for p, v in traced["<import>"].items()})
+    assert 1 in coverage.of("tests/test_a.py::test_f")["pkg/__init__.py"]
