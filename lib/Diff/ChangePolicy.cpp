@@ -190,15 +190,16 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
               sectionsKey = &key;
               if (failed(parseStringList(value, rule.ignoreSections)))
                 return failure();
-              for (const std::string &pattern : rule.ignoreSections) {
+              for (llvm::StringRef pattern : rule.ignoreSections) {
+                pattern.consume_front("+");
+                if (pattern.empty())
+                  return emitError(value, "empty section pattern");
                 llvm::Expected<llvm::GlobPattern> glob =
                     llvm::GlobPattern::create(pattern);
                 if (!glob)
                   return emitError(value, "bad section pattern '" + pattern +
                                               "': " +
                                               llvm::toString(glob.takeError()));
-                if (pattern.empty())
-                  return emitError(value, "empty section pattern");
               }
               return success();
             }
