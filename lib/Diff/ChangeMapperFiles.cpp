@@ -11,6 +11,7 @@
 #include "fastci/Diff/ConfigSections.h"
 #include "fastci/Diff/DiffAttrs.h"
 #include "fastci/Python/PythonAttrs.h"
+#include "fastci/Workload/WorkloadAttrs.h"
 #include "llvm/Support/Path.h"
 
 using namespace fastci;
@@ -74,8 +75,7 @@ void ChangeMapper::Impl::forceAll(ChangedFile &record,
 static std::string getDecoratorText(llvm::ArrayRef<StringRef> lines,
                                     uint32_t defLine) {
   std::string text;
-  for (uint32_t line = defLine; line > 1 && line - 1 <= lines.size();
-       --line) {
+  for (uint32_t line = defLine; line > 1 && line - 1 <= lines.size(); --line) {
     StringRef above = lines[line - 2];
     StringRef trimmed = above.trim();
     // Blank lines and statements at column 0 other than decorators (and
@@ -113,8 +113,7 @@ static bool isFunctionScoped(StringRef decorators) {
   if (!value.consume_front("="))
     return true;
   value = value.ltrim();
-  return value.starts_with("\"function\"") ||
-         value.starts_with("'function'");
+  return value.starts_with("\"function\"") || value.starts_with("'function'");
 }
 
 std::optional<std::string>
@@ -151,10 +150,8 @@ ChangeMapper::Impl::getFixtureOnlyChange(const FileDiff &file) {
     if (!oldDef)
       return std::nullopt;
     std::string before = getDecoratorText(oldText.lines, oldDef);
-    std::string after =
-        getDecoratorText(newText.lines, entity.range.startLine);
-    if (!isFunctionScoped(before) ||
-        StringRef(before).contains("autouse") ||
+    std::string after = getDecoratorText(newText.lines, entity.range.startLine);
+    if (!isFunctionScoped(before) || StringRef(before).contains("autouse") ||
         StringRef(after).contains("autouse"))
       return std::nullopt;
     fixtures.push_back(change.qualName);
@@ -217,11 +214,10 @@ void ChangeMapper::Impl::mapDirectoryTests(const FileDiff &file,
                            .str()));
 }
 
-void ChangeMapper::Impl::mapRunAll(const FileDiff &file,
-                                   const PolicyRule &rule,
+void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
                                    ChangedFile &record) {
-  std::string all = "the policy selects every test for " + rule.category +
-                    " files";
+  std::string all =
+      "the policy selects every test for " + rule.category + " files";
   if (rule.ignoreSections.empty())
     return forceAll(record, all);
   if (file.isBinary)
@@ -244,8 +240,7 @@ void ChangeMapper::Impl::mapRunAll(const FileDiff &file,
       const SourceText *text = added ? newText : oldText;
       uint32_t number = added ? line.newLine : line.oldLine;
       if (!text || !text->text)
-        return forceAll(record, all + " (its " +
-                                    (added ? "new" : "old") +
+        return forceAll(record, all + " (its " + (added ? "new" : "old") +
                                     " text is not available)");
       ConfigLine where = locateConfigLine(text->lines, number);
       if (where.insignificant)
@@ -256,30 +251,102 @@ void ChangeMapper::Impl::mapRunAll(const FileDiff &file,
             return (added || !pattern.starts_with("+")) &&
                    matchConfigSection(pattern.ltrim('+'), where);
           }))
-        return forceAll(record, llvm::formatv("{0} (line {1} {2} '{3}')", all,
-                                              number,
-                                              added ? "changes" : "removes",
-                                              where.getPath().empty()
-                                                  ? line.text.trim().str()
-                                                  : where.getPath())
-                                    .str());
+        return forceAll(record,
+                        llvm::formatv("{0} (line {1} {2} '{3}')", all, number,
+                                      added ? "changes" : "removes",
+                                      where.getPath().empty()
+                                          ? line.text.trim().str()
+                                          : where.getPath())
+                            .str());
       if (!llvm::is_contained(ignored, where.getPath()))
         ignored.push_back(where.getPath());
     }
   setDecision(record, FileDecision::Ignore);
+  record.attrs.set(diff::attr::kReason,
+                   Attribute::getString(
+                       ignored.empty()
+                           ? std::string("only blank and comment lines changed")
+                           : "only changes sections the policy ignores: " +
+                                 llvm::join(ignored, ", ")));
+}
+
+bool ChangeMapper::Impl::mapManifestEntries(const FileDiff &file,
+                                            ChangedFile &record) {
+  // The tests load-manifest read from this file; a change inside the entry
+  // of some of them concerns those alone, anything else every one.
+  StringRef path = file.getPath();
+  std::vector<const Test *> listed;
+  for (const Test &test : module.getTests())
+    if (std::optional<StringRef> manifest =
+            lookupString(test.attrs, workload::attr::kManifest);
+        manifest && mentionsPath(*manifest, path))
+      listed.push_back(&test);
+  if (listed.empty() || file.isBinary)
+    return false;
+  if (!file.oldPath.empty())
+    diffByOldPath.try_emplace(file.oldPath, &file);
+  if (!file.newPath.empty())
+    diffByNewPath.try_emplace(file.newPath, &file);
+  const SourceText *newText =
+      file.newPath.empty() ? nullptr : &getNewText(file.newPath);
+  const SourceText *oldText =
+      file.oldPath.empty() ? nullptr : &getOldText(file.oldPath);
+  std::vector<std::string> ids;
+  for (const Hunk &hunk : file.hunks)
+    for (const DiffLine &line : hunk.lines) {
+      if (line.kind == ' ')
+        continue;
+      bool added = line.kind == '+';
+      const SourceText *text = added ? newText : oldText;
+      if (!text || !text->text)
+        return false;
+      ManifestLine where =
+          locateManifestLine(text->lines, added ? line.newLine : line.oldLine);
+      if (where.insignificant)
+        continue;
+      if (where.id.empty())
+        return false;
+      if (!llvm::is_contained(ids, where.id))
+        ids.push_back(where.id);
+    }
+  // An entry that is gone has no test left to run.
+  std::vector<std::string> names;
+  for (const Test *test : listed)
+    if (llvm::is_contained(ids, test->name))
+      names.push_back(test->name.str());
+  setDecision(record, FileDecision::Tests);
+  record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
   record.attrs.set(
       diff::attr::kReason,
-      Attribute::getString(
-          ignored.empty()
-              ? std::string("only blank and comment lines changed")
-              : "only changes sections the policy ignores: " +
-                    llvm::join(ignored, ", ")));
+      Attribute::getString(ids.empty()
+                               ? std::string("only blank and comment "
+                                             "lines of the manifest changed")
+                               : "changes the manifest entries of " +
+                                     llvm::join(ids, ", ")));
+  return true;
+}
+
+/// The golden file of a manifest test, relative to the manifest's
+/// directory as written there (`golden: goldens/gpt.json` in ci/tests.yaml).
+static std::string getGoldenPath(const Test &test) {
+  std::optional<StringRef> golden =
+      lookupString(test.attrs, workload::attr::kGolden);
+  std::optional<StringRef> manifest =
+      lookupString(test.attrs, workload::attr::kManifest);
+  if (!golden || !manifest || golden->empty())
+    return "";
+  llvm::SmallString<128> path =
+      llvm::sys::path::parent_path(*manifest, llvm::sys::path::Style::posix);
+  llvm::sys::path::append(path, llvm::sys::path::Style::posix, *golden);
+  return std::string(path);
 }
 
 void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
                                              const PolicyRule &rule,
                                              ChangedFile &record) {
   StringRef path = file.getPath();
+  if (mapManifestEntries(file, record))
+    return;
   // A test references the file through its name (parametrized ids), its
   // entry's file, its workload or attributes, or the evidence recorded for
   // it (attributes and library frames, e.g. a traced open() of the file).
@@ -292,6 +359,7 @@ void ChangeMapper::Impl::mapReferencingTests(const FileDiff &file,
   for (const Test &test : module.getTests()) {
     if (mentionsPath(test.name, path) || mentionsPath(test.workload, path) ||
         mentionsPath(test.attrs, path) ||
+        mentionsPath(getGoldenPath(test), path) ||
         (test.entry != kNoEntity && module.getFilePath(test.entry) == path))
       referencing.insert(test.index);
   }

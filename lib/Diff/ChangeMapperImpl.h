@@ -273,6 +273,10 @@ private:
   /// Routes \p file (already mapped as Python) to the tests at or below its
   /// directory, or to every test for a file at the root.
   void mapDirectoryTests(const FileDiff &file, ChangedFile &record);
+  /// A test manifest load-manifest read: the tests whose entries the change
+  /// touches. False (nothing recorded) when the file is no manifest or the
+  /// change touches more than entries.
+  bool mapManifestEntries(const FileDiff &file, ChangedFile &record);
   /// For a conftest.py whose every change modifies function-scoped,
   /// non-autouse fixtures: why evidence alone selects for it.
   std::optional<std::string> getFixtureOnlyChange(const FileDiff &file);

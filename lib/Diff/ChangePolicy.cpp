@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ChangePolicy.h"
-#include "llvm/Support/GlobPattern.h"
 #include "fastci/Python/GitIgnore.h"
 #include "fastci/Support/YAML.h"
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 using namespace fastci;
@@ -44,9 +44,8 @@ llvm::StringRef fastci::getDefaultChangePolicyText() {
 bool fastci::matchPolicyGlob(llvm::StringRef glob, llvm::StringRef path) {
   if (glob.consume_front("/") || glob.contains('/'))
     return python::matchGlob(glob, path);
-  return python::matchGlob(glob, path.rsplit('/').second.empty()
-                                     ? path
-                                     : path.rsplit('/').second);
+  return python::matchGlob(
+      glob, path.rsplit('/').second.empty() ? path : path.rsplit('/').second);
 }
 
 const PolicyRule *ChangePolicy::match(llvm::StringRef path) const {
@@ -86,8 +85,7 @@ private:
   LogicalResult forEachKey(
       const YAMLNode &node, llvm::StringRef what,
       llvm::ArrayRef<llvm::StringRef> allowed,
-      llvm::function_ref<LogicalResult(const YAMLNode &, const YAMLNode &)>
-          fn);
+      llvm::function_ref<LogicalResult(const YAMLNode &, const YAMLNode &)> fn);
   LogicalResult parseString(const YAMLNode &node, std::string &value);
   LogicalResult parseStringList(const YAMLNode &node,
                                 std::vector<std::string> &values);
@@ -105,8 +103,7 @@ private:
 LogicalResult PolicyParser::forEachKey(
     const YAMLNode &node, llvm::StringRef what,
     llvm::ArrayRef<llvm::StringRef> allowed,
-    llvm::function_ref<LogicalResult(const YAMLNode &, const YAMLNode &)>
-        fn) {
+    llvm::function_ref<LogicalResult(const YAMLNode &, const YAMLNode &)> fn) {
   if (failed(checkMappingKeys(node, allowed, what, diag)))
     return failure();
   for (const auto &[key, value] : node.entries) {
@@ -144,18 +141,18 @@ LogicalResult PolicyParser::parseStringList(const YAMLNode &node,
 }
 
 LogicalResult PolicyParser::parseDocument(const YAMLNode &root) {
-  if (failed(forEachKey(
-          root, "the policy", {"rules", "extensions"},
-          [&](const YAMLNode &key, const YAMLNode &value) {
-            if (!value.isSequence())
-              return emitError(value, "'" + key.scalar + "' must be a list");
-            bool isRules = key.scalar == "rules";
-            for (const YAMLNode &element : value.elements)
-              if (failed(isRules ? parseRule(element)
-                                 : parseExtension(element)))
-                return failure();
-            return success();
-          })))
+  if (failed(forEachKey(root, "the policy", {"rules", "extensions"},
+                        [&](const YAMLNode &key, const YAMLNode &value) {
+                          if (!value.isSequence())
+                            return emitError(value, "'" + key.scalar +
+                                                        "' must be a list");
+                          bool isRules = key.scalar == "rules";
+                          for (const YAMLNode &element : value.elements)
+                            if (failed(isRules ? parseRule(element)
+                                               : parseExtension(element)))
+                              return failure();
+                          return success();
+                        })))
     return failure();
   if (policy.rules.empty())
     return emitError(root, "the policy has no rules");
@@ -197,9 +194,9 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
                 llvm::Expected<llvm::GlobPattern> glob =
                     llvm::GlobPattern::create(pattern);
                 if (!glob)
-                  return emitError(value, "bad section pattern '" + pattern +
-                                              "': " +
-                                              llvm::toString(glob.takeError()));
+                  return emitError(
+                      value, "bad section pattern '" + pattern +
+                                 "': " + llvm::toString(glob.takeError()));
               }
               return success();
             }
@@ -207,9 +204,12 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
             if (failed(parseString(value, action)))
               return failure();
             static constexpr PolicyAction kActions[] = {
-                PolicyAction::Ignore, PolicyAction::Python,
-                PolicyAction::ReferencingTests, PolicyAction::Extension,
-                PolicyAction::All, PolicyAction::DirectoryTests};
+                PolicyAction::Ignore,
+                PolicyAction::Python,
+                PolicyAction::ReferencingTests,
+                PolicyAction::Extension,
+                PolicyAction::All,
+                PolicyAction::DirectoryTests};
             for (PolicyAction candidate : kActions)
               if (action == stringifyPolicyAction(candidate)) {
                 rule.action = candidate;
@@ -242,15 +242,14 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
 
 LogicalResult PolicyParser::parseExtension(const YAMLNode &node) {
   ExtensionDecl ext;
-  if (failed(forEachKey(
-          node, "an extension", {"name", "sources", "modules"},
-          [&](const YAMLNode &key, const YAMLNode &value) {
-            if (key.scalar == "name")
-              return parseString(value, ext.name);
-            return parseStringList(value, key.scalar == "sources"
-                                              ? ext.sources
-                                              : ext.modules);
-          })))
+  if (failed(forEachKey(node, "an extension", {"name", "sources", "modules"},
+                        [&](const YAMLNode &key, const YAMLNode &value) {
+                          if (key.scalar == "name")
+                            return parseString(value, ext.name);
+                          return parseStringList(value, key.scalar == "sources"
+                                                            ? ext.sources
+                                                            : ext.modules);
+                        })))
     return failure();
   if (ext.sources.empty() || ext.modules.empty())
     return emitError(node, "an extension needs 'sources' and 'modules'");

@@ -85,3 +85,78 @@ bool fastci::matchConfigSection(StringRef pattern, const ConfigLine &where) {
   return glob->match(where.section) ||
          (!where.key.empty() && glob->match(where.getPath()));
 }
+
+/// The indentation of \p text, in columns (tabs count as one).
+static size_t getIndent(StringRef text) {
+  return text.size() - text.ltrim(" \t").size();
+}
+
+ManifestLine fastci::locateManifestLine(llvm::ArrayRef<StringRef> lines,
+                                        uint32_t line) {
+  ManifestLine where;
+  if (line == 0 || line > lines.size()) {
+    where.insignificant = true;
+    return where;
+  }
+  auto text = [&](uint32_t number) { return lines[number - 1].rtrim("\r"); };
+  auto isBlank = [&](uint32_t number) {
+    StringRef trimmed = text(number).trim();
+    return trimmed.empty() || trimmed.starts_with("#");
+  };
+  if (isBlank(line)) {
+    where.insignificant = true;
+    return where;
+  }
+  // The entries of the block list under a column-0 `tests:`: from each
+  // dash at the list's indentation to the line before the next one (or the
+  // next top-level key).
+  uint32_t itemStart = 0, itemEnd = 0;
+  auto close = [&](uint32_t last) {
+    if (itemStart && !itemEnd)
+      itemEnd = last;
+  };
+  size_t dash = StringRef::npos;
+  bool inTests = false;
+  for (uint32_t number = 1; number <= lines.size() && !itemEnd; ++number) {
+    if (isBlank(number))
+      continue;
+    StringRef current = text(number);
+    size_t indent = getIndent(current);
+    StringRef trimmed = current.ltrim(" \t");
+    bool item = trimmed == "-" || trimmed.starts_with("- ");
+    if (indent == 0 && !item) {
+      // A top-level key ends the list; before `line`, its entries do not
+      // hold it.
+      if (number < line)
+        itemStart = 0;
+      else
+        close(number - 1);
+      StringRef rest = trimmed;
+      inTests = rest.consume_front("tests:") &&
+                (rest.trim().empty() || rest.trim().starts_with("#"));
+      dash = StringRef::npos;
+    } else if (inTests && item && (dash == StringRef::npos || indent == dash)) {
+      dash = indent;
+      if (number > line) {
+        close(number - 1);
+      } else {
+        itemStart = number;
+      }
+    }
+  }
+  close(lines.size());
+  if (!itemStart || itemStart > line || itemEnd < line)
+    return where;
+  // The entry's `id:`, on its dash line or as one of its keys.
+  for (uint32_t number = itemStart; number <= itemEnd; ++number) {
+    StringRef trimmed = text(number).ltrim(" \t");
+    if (number == itemStart)
+      trimmed = trimmed.drop_front(1).ltrim(" \t");
+    if (trimmed.consume_front("id:")) {
+      StringRef id = trimmed.split('#').first.trim().trim("\"'");
+      where.id = id.str();
+      break;
+    }
+  }
+  return where;
+}

@@ -1135,9 +1135,8 @@ bool Selector::applyModuleImports(const RelevantChange &change) {
     any = true;
     verdicts[execution.test].offer(SelectionRule::ModuleImport, [&] {
       return "module-import: it runs " +
-             quoteSymbol(module.getEntity(execution.hottest).symbol) +
-             " of " + name + ", whose " + imports +
-             " bind the globals its code reads";
+             quoteSymbol(module.getEntity(execution.hottest).symbol) + " of " +
+             name + ", whose " + imports + " bind the globals its code reads";
     });
   }
   for (TestId test : graph.getTestsImporting(owner)) {

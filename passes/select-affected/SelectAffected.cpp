@@ -148,12 +148,11 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
     numSkipped += stats.byRule[size_t(SelectionRule::Unaffected)];
     numChanges += stats.changes;
     numUnreached += stats.unreachedChanges;
-    Statistic *byRule[] = {&byPolicyAll,   &byChangedTest,   &byParseError,
-                           &byMissing,     &byStale,         &byUnverified,
-                           &byReferenced,  &byReadsFile,     &byImportTime,
-                           &byModuleName,  &byModuleImport,  &bySampledCaller,
-                           &byStaticReach, &bySamePackage,   &byTestEntry,
-                           &byExecutes};
+    Statistic *byRule[] = {
+        &byPolicyAll,   &byChangedTest, &byParseError,   &byMissing,
+        &byStale,       &byUnverified,  &byReferenced,   &byReadsFile,
+        &byImportTime,  &byModuleName,  &byModuleImport, &bySampledCaller,
+        &byStaticReach, &bySamePackage, &byTestEntry,    &byExecutes};
     static_assert(std::size(byRule) == kNumSelectionRules - 1,
                   "one statistic per selecting rule");
     for (auto [index, statistic] : llvm::enumerate(byRule))

@@ -89,8 +89,7 @@ public:
   /// The first rule matching \p path, or null.
   const PolicyRule *match(llvm::StringRef path) const;
   /// The declared extensions whose sources match \p path.
-  std::vector<const ExtensionDecl *>
-  findExtensions(llvm::StringRef path) const;
+  std::vector<const ExtensionDecl *> findExtensions(llvm::StringRef path) const;
 
   /// The rules, in order.
   llvm::ArrayRef<PolicyRule> getRules() const { return rules; }

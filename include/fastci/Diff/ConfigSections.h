@@ -1,4 +1,4 @@
-//===- ConfigSections.h - Sections and keys of INI and TOML files -*- C++ -*-===//
+//===- ConfigSections.h - Where a line of a config file sits ----*- C++ -*-===//
 //
 // setup.cfg, tox.ini and pyproject.toml are build files, but most edits to
 // them configure linters and formatters (`[flake8]`, `[tool.ruff]`) or
@@ -46,6 +46,21 @@ ConfigLine locateConfigLine(llvm::ArrayRef<llvm::StringRef> lines,
 /// in a policy's `ignore-sections`) matches \p where: the pattern matches its
 /// section alone or its `section/key` path.
 bool matchConfigSection(llvm::StringRef pattern, const ConfigLine &where);
+
+/// Where one line of a FastCI test manifest (docs/Workloads.md) sits: in
+/// the entry of the test \c id of its block-style `tests:` list, or, with an
+/// empty \c id, anywhere else (`version`, `defaults`, imports, a flow-style
+/// list), which concerns every test of the manifest.
+struct ManifestLine {
+  /// Blank and comment lines.
+  bool insignificant = false;
+  /// The `id` of the entry the line is part of.
+  std::string id;
+};
+
+/// Locates 1-based line \p line of a manifest split into \p lines.
+ManifestLine locateManifestLine(llvm::ArrayRef<llvm::StringRef> lines,
+                                uint32_t line);
 
 } // namespace fastci
 

@@ -187,6 +187,14 @@ void printAttrKey(llvm::raw_ostream &os, llvm::StringRef key);
 /// same double (`12.0`, `1e-07`, `nan`, `-inf`); it never reads as an int.
 void printFloat(llvm::raw_ostream &os, double value);
 
+/// The string \p key of \p attrs, if it is one. The view points into
+/// \p attrs itself (AttrDict::get returns a copy that a view would outlive).
+inline std::optional<llvm::StringRef> lookupString(const AttrDict &attrs,
+                                                   llvm::StringRef key) {
+  const Attribute *attr = attrs.lookup(key);
+  return attr ? attr->asString() : std::nullopt;
+}
+
 } // namespace fastci
 
 #endif // FASTCI_IR_ATTRIBUTES_H

@@ -128,14 +128,6 @@ inline bool isUsableEvidence(EvidenceState state) {
   return state == EvidenceState::Fresh || state == EvidenceState::Unverified;
 }
 
-/// The string \p key of \p attrs, if it is one. The view points into
-/// \p attrs itself (AttrDict::get returns a copy that a view would outlive).
-inline std::optional<llvm::StringRef> lookupString(const AttrDict &attrs,
-                                                   llvm::StringRef key) {
-  const Attribute *attr = attrs.lookup(key);
-  return attr ? attr->asString() : std::nullopt;
-}
-
 /// The file path that a test lives in: its entry's file, else the part of a
 /// pytest node id before `::`; empty when neither is known.
 llvm::StringRef getTestFilePath(const Module &module, const Test &test);
