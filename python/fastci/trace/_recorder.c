@@ -1,15 +1,28 @@
 /*===- _recorder.c - Exact function recorder for CPython 3.9-3.11 ---------===*
  *
  * Records the first execution of every code object, and does nothing else.
- * It hooks frame evaluation (PEP 523, _PyInterpreterState_SetEvalFrameFunc):
- * every Python frame the interpreter starts or resumes (calls, generator and
- * coroutine resumptions) passes through `evaluate`, in every thread and in
- * fork children, and costs one pointer-hash lookup before CPython's own
- * evaluation runs. A profile function (sys.setprofile) would have to be set
- * per thread and, on 3.11, makes CPython build a frame object and trace every
- * instruction: +70-120 % on a call-heavy loop against this hook's +15-20 %
- * (which is what 3.11 loses by not inlining Python-to-Python calls while a
- * hook is set; 3.9/3.10 never inline, utils/bench/recorder_overhead.py).
+ * Two ways in:
+ *
+ * - CPython 3.11: *armed code objects* (arming.py). Each repository code
+ *   object gets a twin whose prologue, after every RESUME, calls hit() with
+ *   its disarmed twin (the original bytecode). A test-time hit records the
+ *   code and points the running function at the disarmed twin, so later
+ *   calls cost nothing and keep 3.11's inlined Python-to-Python calls;
+ *   reset() arms those functions again. The frame-evaluation hook below is
+ *   only installed until the main module starts (whose code the
+ *   interpreter compiles and runs without an exec() audit event), to hand
+ *   it to recorder.py for arming.
+ * - CPython 3.9-3.10, and 3.11 when arming fails or is switched off: a
+ *   frame-evaluation hook (PEP 523, _PyInterpreterState_SetEvalFrameFunc).
+ *   Every Python frame the interpreter starts or resumes (calls, generator
+ *   and coroutine resumptions) passes through `evaluate`, in every thread
+ *   and in fork children, and costs one pointer-hash lookup before
+ *   CPython's own evaluation runs; on 3.11 it also costs every call its
+ *   inlining (+29 % on a call-heavy loop, utils/bench/recorder_overhead.py;
+ *   3.9/3.10 never inline). A profile function (sys.setprofile) would have
+ *   to be set per thread and, on 3.11, makes CPython build a frame object
+ *   and trace every instruction: +70-120 %.
+ *
  * CPython 3.12+ records with sys.monitoring (recorder.py) instead.
  *
  * A code object seen for the first time is classified by walking its stack
@@ -17,9 +30,9 @@
  * or a class body is on the stack, and then the innermost module or class
  * body frame names the module being imported. Test-time first executions
  * are recorded once and never looked at again until reset(); import-time
- * ones are recorded once but stay unseen, so that the same code running
- * later at test time is recorded as test-time too. Only repository code
- * (co_filename under one of the configured prefixes, or relative) is
+ * ones are recorded once but stay unseen (and armed), so that the same code
+ * running later at test time is recorded as test-time too. Only repository
+ * code (co_filename under one of the configured prefixes, or relative) is
  * recorded; other code is marked seen at its first call. Recorded code
  * objects are kept alive (strong references), so their ids stay unique.
  *

@@ -28,12 +28,11 @@ co_positions() with the prologue's code units as "no location".
 
 from __future__ import annotations
 
-import dis
 import opcode
 import sys
 import types
 
-_OP = dis.opmap
+_OP = opcode.opmap
 _CACHES = getattr(opcode, "_inline_cache_entries", None)
 # Code units of the prologue, without its caches.
 _PROLOGUE_OPS = ("PUSH_NULL", "LOAD_CONST", "LOAD_CONST", "PRECALL", "CALL", "POP_TOP")
@@ -192,8 +191,8 @@ _VARIANTS = {}  # id(armed or disarmed) -> original
 # Generators, coroutines and async generators resume (after every yield or
 # await, at a RESUME with a non-zero argument).
 _RESUMABLE = 0x20 | 0x80 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR
-_JUMPS_FORWARD = frozenset(op for op in dis.hasjrel if "BACKWARD" not in dis.opname[op])
-_JUMPS_BACKWARD = frozenset(op for op in dis.hasjrel if "BACKWARD" in dis.opname[op])
+_JUMPS_FORWARD = frozenset(op for op in opcode.hasjrel if "BACKWARD" not in opcode.opname[op])
+_JUMPS_BACKWARD = frozenset(op for op in opcode.hasjrel if "BACKWARD" in opcode.opname[op])
 
 
 def _decode(raw: bytes):
