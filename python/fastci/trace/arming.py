@@ -44,15 +44,13 @@ class ArmingError(ValueError):
 
 
 def _prologue(hit_index: int, disarmed_index: int) -> bytes:
-    if max(hit_index, disarmed_index) > 255:
-        # EXTENDED_ARG would do, but large const tables are rare enough to
-        # keep the prologue a fixed sequence.
-        raise ArmingError("more than 255 constants")
     args = (0, hit_index, disarmed_index, 1, 1, 0)
     out = bytearray()
     for name, arg in zip(_PROLOGUE_OPS, args):
         op = _OP[name]
-        out += bytes((op, arg)) + bytes(2 * _CACHES[op])
+        for k in range(_ext_needed(arg), 0, -1):  # more than 255 constants
+            out += bytes((_OP["EXTENDED_ARG"], (arg >> (8 * k)) & 0xFF))
+        out += bytes((op, arg & 0xFF)) + bytes(2 * _CACHES[op])
     return bytes(out)
 
 
@@ -225,8 +223,8 @@ def _armed_resumable(code, consts, disarmed):
     raw = code.co_code
     instructions = _decode(raw)
     n_old = len(raw) // 2
-    units = len(_prologue(0, 0)) // 2
     prologue = _prologue(len(consts) - 2, len(consts) - 1)
+    units = len(prologue) // 2
     resume = _OP["RESUME"]
     exts = [ext for _, ext, _, _, _ in instructions]
     while True:  # lay out until no jump needs a longer EXTENDED_ARG prefix

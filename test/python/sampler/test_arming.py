@@ -352,26 +352,47 @@ def test_mechanism_switch_keeps_the_hook(repo):
     assert "shared" in recorded(out)["tests/test_it.py::test_a"]["functions"]
 
 
-def test_unarmable_code_falls_back_to_the_hook(tmp_path):
-    """A module with more than 255 constants in a function cannot be armed
-    (the prologue takes no EXTENDED_ARG): the process records with the hook
-    and says so."""
-    many = "def big():\n    return [%s]\n\nbig()\n" % ", ".join("str(%d)" % i for i in range(300))
-    (tmp_path / "biglib.py").write_text(many)
-    write(tmp_path / "job.py", """
-        import biglib
+def test_functions_with_many_constants(tmp_path):
+    """More than 255 constants: the prologue's LOAD_CONSTs take EXTENDED_ARG."""
+    source = "def big():\n    return [%s]\n\nbig()\n" % ", ".join("str(%d)" % i for i in range(300))
+    source += "def many():\n    yield [%s]\n" % ", ".join("str(%d)" % i for i in range(300, 600))
+    hits = []
+    armer = arming.Armer(lambda disarmed: hits.append(disarmed.co_name), lambda c: True)
+    code = compile(source, "/repo/big.py", "exec")
+    namespace = {}
+    exec(code.replace(co_consts=armer.armed_consts(code)), namespace)
+    assert namespace["big"]() == [str(i) for i in range(300)]
+    assert next(namespace["many"]()) == [str(i) for i in range(300, 600)]
+    assert hits == ["big", "big", "many"]
 
-        def after():
-            return biglib.big()
 
-        after()
-    """)
-    cmd = [PYTHON, "-m", "fastci.trace", "run", "--test-id", "v", "--out", str(tmp_path / "o"),
-           "--", PYTHON, "job.py"]
-    subprocess.run(cmd, cwd=str(tmp_path), env=clean_env(), check=True)
-    entry = recorded(tmp_path / "o")["v"]
-    headers = {read_evidence_file(p).header["recorder"] for p in (tmp_path / "o").rglob("*.stacks")}
-    assert len(headers) == 1 and headers.pop().startswith("eval-frame (arming failed:")
-    assert entry["coverage"] == {"exact"}
-    assert {"after", "big"} <= entry["functions"] | entry["import_functions"], entry
-    assert sys.version_info[:2] == (3, 11)
+def test_unarmable_code_falls_back_to_the_hook():
+    """Bytecode the transform does not expect (here: no RESUME) switches the
+    process to the frame-evaluation hook, which the header then names."""
+    from fastci.trace import recorder as recorder_module
+
+    filename = "/unarmable/mod.py"
+    source = "def odd():\n    return 1\n\ndef fine():\n    return odd()\n"
+    code = compile(source, filename, "exec")
+    resume = bytes((dis.opmap["RESUME"], 0))
+    consts = tuple(c.replace(co_code=c.co_code.replace(resume, bytes((dis.opmap["NOP"], 0))))
+                   if type(c) is types.CodeType and c.co_name == "odd" else c
+                   for c in code.co_consts)
+    code = code.replace(co_consts=consts)
+    recorder = recorder_module.FunctionRecorder(lambda c: c.co_filename == filename,
+                                                ["/unarmable/"])
+    if not recorder.start():
+        pytest.skip("no _recorder extension built")
+    try:
+        assert recorder.mechanism == "armed-code"
+        namespace = {}
+        exec(code, namespace)  # the audit hook arms it: odd() cannot be armed
+        assert recorder.mechanism.startswith("eval-frame (arming failed: no RESUME")
+        assert recorder.working()
+        assert [c.co_name for c in recorder.take()[0]] == ["<module>"]
+        recorder.reset()
+        assert namespace["fine"]() == 1
+        functions, _ = recorder.take()
+        assert {c.co_name for c in functions} == {"fine", "odd"}
+    finally:
+        recorder.close(restore=True)
