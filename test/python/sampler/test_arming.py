@@ -170,6 +170,59 @@ def test_jumps_that_outgrow_one_byte_get_extended_args():
     assert list(namespace["g"](branches + 1)) == list(range(branches))
 
 
+def _instructions_without_prologues(code, armed):
+    """(opname, argument, positions) of `armed`'s instructions without the
+    prologues and EXTENDED_ARGs; jumps by what they target, nested code by
+    qualname."""
+    every = list(dis.get_instructions(armed))
+    at = {x.offset: i for i, x in enumerate(every)}
+    ins = [x for x in every if x.opname != "EXTENDED_ARG"]
+    out = []
+    i = 0
+    while i < len(ins):
+        x = ins[i]
+        value = x.argval
+        if x.opcode in dis.hasjrel:
+            k = at[x.argval]
+            while every[k].opname == "EXTENDED_ARG":  # a target's prefix
+                k += 1
+            value = (every[k].opname, every[k].positions)
+        elif type(value) is types.CodeType:
+            value = value.co_qualname
+        out.append((x.opname, value, x.positions))
+        i += 7 if x.opname == "RESUME" and armed is not code else 1
+    return out
+
+
+def test_stdlib_code_objects_keep_their_instructions_and_handlers():
+    """Every code object of a sample of the standard library, armed: the same
+    instructions at the same positions, jumps to the same instructions, the
+    same exception handlers."""
+    import json.encoder
+    import asyncio.tasks
+    import argparse
+    import email.parser
+    armer = arming.Armer(lambda disarmed: None, lambda c: True)
+    checked = resumable = 0
+    for module in (json.encoder, asyncio.tasks, argparse, email.parser, dis, traceback):
+        with open(module.__file__, encoding="utf-8") as f:
+            code = compile(f.read(), module.__file__, "exec")
+        stack = list(code.co_consts)
+        while stack:
+            nested = stack.pop()
+            if type(nested) is not types.CodeType:
+                continue
+            stack.extend(nested.co_consts)
+            armed, _ = armer.twins(nested)
+            assert _instructions_without_prologues(nested, armed) == \
+                _instructions_without_prologues(nested, nested), nested.co_qualname
+            assert [(e.depth, e.lasti) for e in dis.Bytecode(armed).exception_entries] == \
+                [(e.depth, e.lasti) for e in dis.Bytecode(nested).exception_entries]
+            checked += 1
+            resumable += bool(nested.co_flags & arming._RESUMABLE)
+    assert checked > 300 and resumable > 20, (checked, resumable)
+
+
 # -- end to end ---------------------------------------------------------------
 
 def run_tests(repo, source, *, check=True):
@@ -265,6 +318,23 @@ def test_generator_resumed_in_a_later_test(repo):
     """)
     assert "counter" in found["tests/test_it.py::test_a"]["functions"]
     assert {"counter", "tail"} <= found["tests/test_it.py::test_b"]["functions"]
+
+
+def test_threads_record_without_per_thread_setup(repo):
+    found, _ = run_tests(repo, """
+        import threading
+
+        from pkg import lib
+
+        def test_thread():
+            box = []
+            worker = threading.Thread(target=lambda: box.append(lib.Box().get()))
+            worker.start()
+            worker.join()
+            assert box == [3]
+    """)
+    assert {"Box.get", "test_thread.<locals>.<lambda>"} <= \
+        found["tests/test_it.py::test_thread"]["functions"]
 
 
 def test_conftest_functions_defined_before_the_recorder_starts(repo):
