@@ -17,11 +17,12 @@ processes running beside it), then prints:
 * size: bytes and files of one run's evidence, and scaled to 1,300 tests;
 * with `--pairs N`: wall time and CPU seconds of the plain suite against
   the suite with evidence collection, N interleaved pairs (ABBA...), median
-  and spread; `--peer-mechanism eval-frame` adds collection with CPython
-  3.11's frame-evaluation hook to the same rounds.
+  and spread; `--peer-env FASTCI_TRACE_RECORDER_MECHANISM=eval-frame` adds
+  collection with CPython 3.11's frame-evaluation hook to the same rounds
+  (`--peer-env FASTCI_TRACE_RECORDER=off`: collection without a recorder).
 
 Usage: /usr/bin/python3 utils/bench/evidence_recall.py [--tree DIR] [--paths P ...]
-       [--load N] [--pairs N [--peer-mechanism M]] [--keep DIR]
+       [--load N] [--pairs N [--peer-env KEY=VALUE ...]] [--keep DIR]
 """
 
 import argparse
@@ -187,9 +188,10 @@ def main():
     parser.add_argument("--load", type=int, default=2, help="busy processes beside the loaded run")
     parser.add_argument("--pairs", type=int, default=0, help="plain vs collect pairs for overhead")
     parser.add_argument("--keep", help="keep the outputs in this directory")
-    parser.add_argument("--peer-mechanism", metavar="NAME",
-                        help="with --pairs, also collect with %s=NAME (eval-frame: the "
-                        "CPython 3.11 hook) in the same interleaved rounds" % ENV_MECHANISM)
+    parser.add_argument("--peer-env", metavar="KEY=VALUE", action="append", default=[],
+                        help="with --pairs, also collect with this environment setting in the "
+                        "same interleaved rounds (repeatable; e.g. %s=eval-frame: the CPython "
+                        "3.11 hook, FASTCI_TRACE_RECORDER=off: no recorder)" % ENV_MECHANISM)
     parser.add_argument("--overhead-only", action="store_true",
                         help="only the --pairs measurement")
     parser.add_argument("--analyze", action="store_true",
@@ -275,18 +277,21 @@ def report(args, scopes, quiet, loaded, lines, load, t_quiet, t_loaded, t_trace)
 
 
 
-def _collect_with(mechanism):
-    """A collect run's settings: FASTCI_TRACE_RECORDER_MECHANISM as given (None: default)."""
+def _collect_with(setting):
+    """A collect run with one more environment setting, "KEY=VALUE" (None: as is)."""
     def run(tree, paths, out):
-        saved = os.environ.pop(ENV_MECHANISM, None)
-        if mechanism:
-            os.environ[ENV_MECHANISM] = mechanism
+        if setting is None:
+            return run_suite(tree, paths, out=out)
+        key, value = setting.split("=", 1)
+        saved = os.environ.get(key)
+        os.environ[key] = value
         try:
             return run_suite(tree, paths, out=out)
         finally:
-            os.environ.pop(ENV_MECHANISM, None)
-            if saved is not None:
-                os.environ[ENV_MECHANISM] = saved
+            if saved is None:
+                os.environ.pop(key)
+            else:
+                os.environ[key] = saved
     return run
 
 
@@ -297,13 +302,12 @@ def _median_line(values):
 
 
 def overhead(args, work, tree):
-    """Plain suite against collect runs, interleaved (ABBA...): the default
-    recorder and, with --peer-mechanism, the same collection with that
-    recorder mechanism (ABCCBA...)."""
-    kinds = ["collect"] + (["collect " + args.peer_mechanism] if args.peer_mechanism else [])
+    """Plain suite against collect runs, interleaved (ABBA...): as configured
+    and, for each --peer-env KEY=VALUE, with that setting too (ABCCBA...)."""
+    kinds = ["collect"] + ["collect " + setting for setting in args.peer_env]
     runners = {"collect": _collect_with(None)}
-    if args.peer_mechanism:
-        runners[kinds[1]] = _collect_with(args.peer_mechanism)
+    for setting in args.peer_env:
+        runners["collect " + setting] = _collect_with(setting)
     wall = {k: [] for k in ["plain"] + kinds}
     cpu = {k: [] for k in ["plain"] + kinds}
     for i in range(args.pairs):

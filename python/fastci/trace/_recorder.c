@@ -8,10 +8,7 @@
  *   its disarmed twin (the original bytecode). A test-time hit records the
  *   code and points the running function at the disarmed twin, so later
  *   calls cost nothing and keep 3.11's inlined Python-to-Python calls;
- *   reset() arms those functions again. The frame-evaluation hook below is
- *   only installed until the main module starts (whose code the
- *   interpreter compiles and runs without an exec() audit event), to hand
- *   it to recorder.py for arming.
+ *   reset() arms those functions again. No hook is installed.
  * - CPython 3.9-3.10, and 3.11 when arming fails or is switched off: a
  *   frame-evaluation hook (PEP 523, _PyInterpreterState_SetEvalFrameFunc).
  *   Every Python frame the interpreter starts or resumes (calls, generator
@@ -140,7 +137,6 @@ typedef struct {
   PyObject *module_name; /* "<module>" */
   int armed_mode;        /* 3.11: armed code objects call hit() */
   PyObject *disarmed;    /* list: (weakref to function, armed, disarmed code) */
-  PyObject *on_main;     /* callable(code) for the main module, or NULL */
 } Recorder;
 
 static int is_repository(Recorder *self, PyCodeObject *code) {
@@ -256,26 +252,6 @@ static void give_hook_back(void) {
     _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval);
 }
 
-#if PY_VERSION_HEX >= 0x030B0000
-/* Armed mode, before the main module runs: the main module is compiled and
- * run by the interpreter itself (no exec() audit event), so the hook stays
- * until the first module frame without a Python caller, hands its code to
- * on_main (which arms its nested code objects in place), and then goes:
- * from here on only armed code objects record, and 3.11 inlines calls
- * again. */
-static void main_module_starts(Recorder *self, PyCodeObject *code) {
-  PyObject *on_main = self->on_main;
-  self->on_main = NULL;
-  give_hook_back();
-  PyObject *result = PyObject_CallOneArg(on_main, (PyObject *)code);
-  if (result)
-    Py_DECREF(result);
-  else
-    PyErr_Clear(); /* the main module then runs unarmed: not recorded */
-  Py_DECREF(on_main);
-}
-#endif
-
 static PyObject *evaluate(PyThreadState *tstate, EvalFrame *frame,
                           int throwflag) {
   Recorder *self = active;
@@ -290,11 +266,6 @@ static PyObject *evaluate(PyThreadState *tstate, EvalFrame *frame,
     int failed = is_repository(self, code)
                      ? first_call(self, tstate, frame, code)
                      : ptrset_add(&self->seen, (PyObject *)code) < 0;
-#if PY_VERSION_HEX >= 0x030B0000
-    if (self->on_main && !caller_of(tstate, frame) &&
-        PyUnicode_Compare(code->co_name, self->module_name) == 0)
-      main_module_starts(self, code);
-#endif
     if (failed)
       PyErr_Clear();
     PyErr_Restore(type, value, traceback);
@@ -305,8 +276,7 @@ static PyObject *evaluate(PyThreadState *tstate, EvalFrame *frame,
 static PyObject *Recorder_install(Recorder *self, PyObject *unused) {
   PyInterpreterState *interp = PyInterpreterState_Get();
   _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
-  if (active == self && !self->armed_mode &&
-      (current == evaluate || self->on_main))
+  if (active == self && !self->armed_mode && current == evaluate)
     Py_RETURN_TRUE;
   if ((active && active != self) ||
       (current != _PyEval_EvalFrameDefault && current != evaluate))
@@ -316,7 +286,6 @@ static PyObject *Recorder_install(Recorder *self, PyObject *unused) {
     active = self;
   }
   self->armed_mode = 0;
-  Py_CLEAR(self->on_main);
   if (current != evaluate) {
     previous_eval = current;
     _PyInterpreterState_SetEvalFrameFunc(interp, evaluate);
@@ -325,24 +294,17 @@ static PyObject *Recorder_install(Recorder *self, PyObject *unused) {
 }
 
 #if PY_VERSION_HEX >= 0x030B0000
-/* arm(on_main or None): record through armed code objects (CPython 3.11). */
-static PyObject *Recorder_arm(Recorder *self, PyObject *on_main) {
-  PyInterpreterState *interp = PyInterpreterState_Get();
-  _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+/* arm(): record through armed code objects' hit() calls (CPython 3.11),
+ * with no frame-evaluation hook. */
+static PyObject *Recorder_arm(Recorder *self, PyObject *unused) {
   if (active && active != self)
     Py_RETURN_FALSE;
   if (!active) {
     Py_INCREF(self);
     active = self;
   }
+  give_hook_back(); /* from an earlier install() */
   self->armed_mode = 1;
-  Py_CLEAR(self->on_main);
-  if (on_main != Py_None && current == _PyEval_EvalFrameDefault) {
-    Py_INCREF(on_main);
-    self->on_main = on_main;
-    previous_eval = current;
-    _PyInterpreterState_SetEvalFrameFunc(interp, evaluate);
-  }
   Py_RETURN_TRUE;
 }
 #endif
@@ -351,7 +313,6 @@ static PyObject *Recorder_uninstall(Recorder *self, PyObject *unused) {
   if (active != self)
     Py_RETURN_FALSE;
   give_hook_back();
-  Py_CLEAR(self->on_main);
   active = NULL;
   Py_DECREF(self);
   Py_RETURN_TRUE;
@@ -362,6 +323,13 @@ static PyObject *Recorder_installed(Recorder *self, PyObject *unused) {
   if (active != self)
     Py_RETURN_FALSE;
   return PyBool_FromLong(self->armed_mode ||
+                         _PyInterpreterState_GetEvalFrameFunc(interp) ==
+                             evaluate);
+}
+
+static PyObject *Recorder_hooked(Recorder *self, PyObject *unused) {
+  PyInterpreterState *interp = PyInterpreterState_Get();
+  return PyBool_FromLong(active == self &&
                          _PyInterpreterState_GetEvalFrameFunc(interp) ==
                              evaluate);
 }
@@ -528,7 +496,6 @@ static void Recorder_dealloc(Recorder *self) {
   Py_XDECREF(self->import_code);
   Py_XDECREF(self->module_name);
   Py_XDECREF(self->disarmed);
-  Py_XDECREF(self->on_main);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -538,7 +505,10 @@ static PyMethodDef Recorder_methods[] = {
     {"uninstall", (PyCFunction)Recorder_uninstall, METH_NOARGS,
      "Give the frame evaluation hook back."},
     {"installed", (PyCFunction)Recorder_installed, METH_NOARGS,
-     "Whether this recorder's hook is (still) the interpreter's."},
+     "Whether this recorder still records (armed, or its hook is the "
+     "interpreter's)."},
+    {"hooked", (PyCFunction)Recorder_hooked, METH_NOARGS,
+     "Whether the frame-evaluation hook is installed now."},
     {"take", (PyCFunction)Recorder_take, METH_NOARGS,
      "(test-time codes, [(import-time code, importer code or None)]) "
      "recorded since the last take()."},
@@ -547,9 +517,8 @@ static PyMethodDef Recorder_methods[] = {
     {"configure", (PyCFunction)Recorder_configure, METH_VARARGS,
      "configure(prefixes, find_and_load_code)"},
 #if PY_VERSION_HEX >= 0x030B0000
-    {"arm", (PyCFunction)Recorder_arm, METH_O,
-     "arm(on_main or None): record through armed code objects' hit() calls; "
-     "on_main(code) arms the main module, caught by a hook until it starts. "
+    {"arm", (PyCFunction)Recorder_arm, METH_NOARGS,
+     "Record through armed code objects' hit() calls, without the hook; "
      "False if another recorder is active."},
     {"executing", (PyCFunction)Recorder_executing, METH_O,
      "executing(code): record code about to run as a module body."},

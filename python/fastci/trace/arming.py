@@ -7,7 +7,9 @@ repository code object two twins:
 * *armed*: the original bytecode with a prologue right after the first
   RESUME that calls `_recorder.hit(disarmed)` (PUSH_NULL, LOAD_CONST hit,
   LOAD_CONST disarmed, PRECALL 1, CALL 1, POP_TOP, with their inline
-  caches); its nested code objects are the armed twins;
+  caches), and in generators and coroutines after every RESUME, so that
+  each resumption of an instance started armed is recorded too; its
+  nested code objects are the armed twins;
 * *disarmed*: the original bytecode, its nested code objects armed too, so
   that closures made after disarming are armed.
 
@@ -15,15 +17,18 @@ hit() records the first execution; at test time it points the running
 function at the disarmed twin, so later calls cost nothing, and reset()
 at the next test boundary arms the function again. Code is armed before it
 runs: a module body's nested code objects in place when exec() audits it
-(importlib and pytest's assertion rewriter both exec the module code after
-its .pyc is written), functions that exist when the recorder starts by a
-heap scan, and the main module by a frame-evaluation hook that stays only
-until it starts.
+(importlib, runpy and pytest's assertion rewriter exec the module code
+after its .pyc is written, and 3.11 audits the main script and -c code the
+same way), and functions that exist when the recorder starts by a heap
+scan.
 
-Inserting after RESUME keeps every relative jump valid (no jump targets the
-prologue's position from before it); the exception table's offsets at or
-after the insertion point move, and the location table is re-encoded from
-co_positions() with the prologue's code units as "no location".
+With one insertion point (functions, class and module bodies), inserting
+after RESUME keeps every relative jump valid (nothing jumps across it); the
+exception table's offsets at or after it move, and "no location" entries
+are spliced into the location table. Generators and coroutines are laid
+out again: jumps re-targeted, EXTENDED_ARG prefixes grown where a jump
+outgrows its argument, both tables rebuilt, and three more stack slots,
+since a resumption may hold values on the stack.
 """
 
 from __future__ import annotations
@@ -217,7 +222,7 @@ def _ext_needed(arg: int) -> int:
     return 0 if arg < 256 else 1 if arg < 65536 else 2 if arg < 1 << 24 else 3
 
 
-def _armed_resumable(code, consts, disarmed):
+def _armed_resumable(code, consts):
     """The armed twin of a generator or coroutine: the prologue after every
     RESUME (the first start and each resumption), jumps re-targeted."""
     raw = code.co_code
@@ -340,7 +345,7 @@ class Armer:
 
     def _armed(self, code, consts, disarmed):
         if code.co_flags & _RESUMABLE:
-            return _armed_resumable(code, consts + (self._hit, disarmed), disarmed)
+            return _armed_resumable(code, consts + (self._hit, disarmed))
         at = _first_resume(code)
         hit_index = len(consts)
         prologue = _prologue(hit_index, hit_index + 1)

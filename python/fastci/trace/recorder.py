@@ -155,16 +155,6 @@ def _on_audit(event, args):
             recorder._on_exec(args[0])
 
 
-def _main_pending():
-    """Whether the interpreter is about to run a main script by itself (the
-    recorder starts from sitecustomize): `python path.py`, not -c, -m or
-    the interactive prompt, and the script has not started."""
-    main = sys.modules.get("__main__")
-    argv = getattr(sys, "argv", None) or [""]
-    return (main is not None and "__file__" not in vars(main)
-            and argv[0] not in ("", "-c", "-m"))
-
-
 class FunctionRecorder:
     """Records first executions per test; `take()` hands them over, `reset()` re-arms.
 
@@ -221,6 +211,11 @@ class FunctionRecorder:
             return sys.monitoring.get_tool(self._tool) == _TOOL_NAME
         return False
 
+    def hooked(self):
+        """Whether the frame-evaluation hook is installed now (never with
+        armed code)."""
+        return self._ext is not None and self._ext.hooked()
+
     def take(self):
         """([test-time code], [(import-time code, importer code or None)]) since the last take()."""
         if self._ext is not None:
@@ -270,7 +265,7 @@ class FunctionRecorder:
         self._armer = arming.Armer(module.hit, self._arms)
         self._set_code = module.set_code
         self._set_const = module.set_const
-        if not recorder.arm(self._on_main if _main_pending() else None):
+        if not recorder.arm():
             return False
         self._ext = recorder
         self.mechanism = "armed-code"
@@ -296,7 +291,11 @@ class FunctionRecorder:
                     self._set_code(obj, armer.twins(code)[0])
 
     def _on_exec(self, code):
-        """exec() audit event: a module body (or other code) about to run."""
+        """exec() audit event: a module body (or other code) about to run.
+
+        Raised by exec() and eval() of code objects (importlib, pytest's
+        assertion rewriter, runpy) and, on 3.11, by the interpreter itself
+        for the main script and -c code (pythonrun.c run_mod)."""
         try:
             if (type(code) is not types.CodeType or id(code) in self._armer.variants
                     or not self._arms(code)):
@@ -307,14 +306,6 @@ class FunctionRecorder:
             self._fall_back(e)
         except Exception:
             pass  # an audit hook that raises would abort the program's exec()
-
-    def _on_main(self, code):
-        """The main module is about to run (the extension recorded it)."""
-        try:
-            if self._arms(code):
-                self._armer.arm_in_place(code, self._set_const)
-        except arming.ArmingError as e:
-            self._fall_back(e)
 
     def _fall_back(self, error):
         """Record the rest of the process with the frame-evaluation hook."""

@@ -381,6 +381,10 @@ def test_main_script_and_fork_child(tmp_path):
             return lambda: helper()
 
         if __name__ == "__main__":
+            from fastci.trace import process
+            # armed code: the hook that caught this script's start is gone
+            assert process.active()._recorder.mechanism == "armed-code"
+            assert not process.active()._recorder.hooked()
             Trainer().step()
             make()()
             child = multiprocessing.get_context("fork").Process(target=in_child)
