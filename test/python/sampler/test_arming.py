@@ -12,7 +12,6 @@ import asyncio
 import dis
 import os
 import subprocess
-import sys
 import traceback
 import types
 
