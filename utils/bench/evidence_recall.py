@@ -15,11 +15,14 @@ processes running beside it), then prints:
 * determinism: tests whose entity lines (functions, import-time functions,
   imports, reads) are identical between the quiet and the loaded run;
 * size: bytes and files of one run's evidence, and scaled to 1,300 tests;
-* with `--pairs N`: wall time of the plain suite against the suite with
-  evidence collection, N interleaved pairs (ABAB...), median and spread.
+* with `--pairs N`: wall time and CPU seconds of the plain suite against
+  the suite with evidence collection, N interleaved pairs (ABBA...), median
+  and spread; `--peer-env FASTCI_TRACE_RECORDER_MECHANISM=eval-frame` adds
+  collection with CPython 3.11's frame-evaluation hook to the same rounds
+  (`--peer-env FASTCI_TRACE_RECORDER=off`: collection without a recorder).
 
 Usage: /usr/bin/python3 utils/bench/evidence_recall.py [--tree DIR] [--paths P ...]
-       [--load N] [--pairs N] [--keep DIR]
+       [--load N] [--pairs N [--peer-env KEY=VALUE ...]] [--keep DIR]
 """
 
 import argparse
@@ -43,6 +46,7 @@ sys.path.insert(0, UTILS)
 
 from eval.suite import run_unit_suite  # noqa: E402
 from fastci.trace.evidence import read_evidence_file  # noqa: E402
+from fastci.trace.recorder import ENV_MECHANISM  # noqa: E402
 
 
 def _busy(stop_at):
@@ -184,6 +188,10 @@ def main():
     parser.add_argument("--load", type=int, default=2, help="busy processes beside the loaded run")
     parser.add_argument("--pairs", type=int, default=0, help="plain vs collect pairs for overhead")
     parser.add_argument("--keep", help="keep the outputs in this directory")
+    parser.add_argument("--peer-env", metavar="KEY=VALUE", action="append", default=[],
+                        help="with --pairs, also collect with this environment setting in the "
+                        "same interleaved rounds (repeatable; e.g. %s=eval-frame: the CPython "
+                        "3.11 hook, FASTCI_TRACE_RECORDER=off: no recorder)" % ENV_MECHANISM)
     parser.add_argument("--overhead-only", action="store_true",
                         help="only the --pairs measurement")
     parser.add_argument("--analyze", action="store_true",
@@ -269,32 +277,60 @@ def report(args, scopes, quiet, loaded, lines, load, t_quiet, t_loaded, t_trace)
 
 
 
+def _collect_with(setting):
+    """A collect run with one more environment setting, "KEY=VALUE" (None: as is)."""
+    def run(tree, paths, out):
+        if setting is None:
+            return run_suite(tree, paths, out=out)
+        key, value = setting.split("=", 1)
+        saved = os.environ.get(key)
+        os.environ[key] = value
+        try:
+            return run_suite(tree, paths, out=out)
+        finally:
+            if saved is None:
+                os.environ.pop(key)
+            else:
+                os.environ[key] = saved
+    return run
+
+
+def _median_line(values):
+    values = sorted(values)
+    return "median %+.1f%% (min %+.1f%%, max %+.1f%%)" % (
+        statistics.median(values), values[0], values[-1])
+
+
 def overhead(args, work, tree):
-    if True:
-        plain, traced, plain_cpu, traced_cpu = [], [], [], []
-        for i in range(args.pairs):
-            out = os.path.join(work, "pair-%d" % i)
-            order = ("plain", "traced") if i % 2 == 0 else ("traced", "plain")
-            for kind in order:
-                if kind == "plain":
-                    plain.append(run_suite(tree, args.paths))
-                    plain_cpu.append(CPU_SECONDS[-1])
-                else:
-                    shutil.rmtree(out, ignore_errors=True)
-                    traced.append(run_suite(tree, args.paths, out=out))
-                    traced_cpu.append(CPU_SECONDS[-1])
-        ratios = sorted((t / p - 1) * 100 for t, p in zip(traced, plain))
-        print("overhead: %d interleaved pairs, plain median %.2fs (%.2f..%.2f), collect median "
-              "%.2fs (%.2f..%.2f); per-pair ratio median %+.1f%% (min %+.1f%%, max %+.1f%%); "
-              "load average now %.2f" % (
-                  args.pairs, statistics.median(plain), min(plain), max(plain),
-                  statistics.median(traced), min(traced), max(traced),
-                  statistics.median(ratios), ratios[0], ratios[-1], os.getloadavg()[0]))
-        cpu = sorted((t / p - 1) * 100 for t, p in zip(traced_cpu, plain_cpu))
-        print("overhead in CPU seconds of the suite's processes: plain median %.2f, collect "
-              "median %.2f; per-pair ratio median %+.1f%% (min %+.1f%%, max %+.1f%%)" % (
-                  statistics.median(plain_cpu), statistics.median(traced_cpu),
-                  statistics.median(cpu), cpu[0], cpu[-1]))
+    """Plain suite against collect runs, interleaved (ABBA...): as configured
+    and, for each --peer-env KEY=VALUE, with that setting too (ABCCBA...)."""
+    kinds = ["collect"] + ["collect " + setting for setting in args.peer_env]
+    runners = {"collect": _collect_with(None)}
+    for setting in args.peer_env:
+        runners["collect " + setting] = _collect_with(setting)
+    wall = {k: [] for k in ["plain"] + kinds}
+    cpu = {k: [] for k in ["plain"] + kinds}
+    for i in range(args.pairs):
+        order = ["plain"] + kinds
+        for kind in (order if i % 2 == 0 else order[::-1]):
+            if kind == "plain":
+                wall[kind].append(run_suite(tree, args.paths))
+            else:
+                out = os.path.join(work, "pair-%d-%d" % (i, kinds.index(kind)))
+                shutil.rmtree(out, ignore_errors=True)
+                wall[kind].append(runners[kind](tree, args.paths, out))
+            cpu[kind].append(CPU_SECONDS[-1])
+    print("overhead: %d interleaved rounds; load average now %.2f" % (
+        args.pairs, os.getloadavg()[0]))
+    for kind in ["plain"] + kinds:
+        line = "  %-26s wall median %.2fs (%.2f..%.2f), CPU median %.2fs (%.2f..%.2f)" % (
+            kind + ":", statistics.median(wall[kind]), min(wall[kind]), max(wall[kind]),
+            statistics.median(cpu[kind]), min(cpu[kind]), max(cpu[kind]))
+        if kind != "plain":
+            line += "; per-round vs plain: wall %s, CPU %s" % (
+                _median_line((t / p - 1) * 100 for t, p in zip(wall[kind], wall["plain"])),
+                _median_line((t / p - 1) * 100 for t, p in zip(cpu[kind], cpu["plain"])))
+        print(line)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,25 @@
 /*===- _recorder.c - Exact function recorder for CPython 3.9-3.11 ---------===*
  *
  * Records the first execution of every code object, and does nothing else.
- * It hooks frame evaluation (PEP 523, _PyInterpreterState_SetEvalFrameFunc):
- * every Python frame the interpreter starts or resumes (calls, generator and
- * coroutine resumptions) passes through `evaluate`, in every thread and in
- * fork children, and costs one pointer-hash lookup before CPython's own
- * evaluation runs. A profile function (sys.setprofile) would have to be set
- * per thread and, on 3.11, makes CPython build a frame object and trace every
- * instruction: +70-120 % on a call-heavy loop against this hook's +15-20 %
- * (which is what 3.11 loses by not inlining Python-to-Python calls while a
- * hook is set; 3.9/3.10 never inline, utils/bench/recorder_overhead.py).
+ * Two ways in:
+ *
+ * - CPython 3.11: *armed code objects* (arming.py). Each repository code
+ *   object gets a twin whose prologue, after every RESUME, calls hit() with
+ *   its disarmed twin (the original bytecode). A test-time hit records the
+ *   code and points the running function at the disarmed twin, so later
+ *   calls cost nothing and keep 3.11's inlined Python-to-Python calls;
+ *   reset() arms those functions again. No hook is installed.
+ * - CPython 3.9-3.10, and 3.11 when arming fails or is switched off: a
+ *   frame-evaluation hook (PEP 523, _PyInterpreterState_SetEvalFrameFunc).
+ *   Every Python frame the interpreter starts or resumes (calls, generator
+ *   and coroutine resumptions) passes through `evaluate`, in every thread
+ *   and in fork children, and costs one pointer-hash lookup before
+ *   CPython's own evaluation runs; on 3.11 it also costs every call its
+ *   inlining (+29 % on a call-heavy loop, utils/bench/recorder_overhead.py;
+ *   3.9/3.10 never inline). A profile function (sys.setprofile) would have
+ *   to be set per thread and, on 3.11, makes CPython build a frame object
+ *   and trace every instruction: +70-120 %.
+ *
  * CPython 3.12+ records with sys.monitoring (recorder.py) instead.
  *
  * A code object seen for the first time is classified by walking its stack
@@ -17,9 +27,9 @@
  * or a class body is on the stack, and then the innermost module or class
  * body frame names the module being imported. Test-time first executions
  * are recorded once and never looked at again until reset(); import-time
- * ones are recorded once but stay unseen, so that the same code running
- * later at test time is recorded as test-time too. Only repository code
- * (co_filename under one of the configured prefixes, or relative) is
+ * ones are recorded once but stay unseen (and armed), so that the same code
+ * running later at test time is recorded as test-time too. Only repository
+ * code (co_filename under one of the configured prefixes, or relative) is
  * recorded; other code is marked seen at its first call. Recorded code
  * objects are kept alive (strong references), so their ids stay unique.
  *
@@ -125,6 +135,8 @@ typedef struct {
   PyObject *prefixes;    /* tuple of str: repository path prefixes */
   PyObject *import_code; /* importlib._bootstrap._find_and_load.__code__ */
   PyObject *module_name; /* "<module>" */
+  int armed_mode;        /* 3.11: armed code objects call hit() */
+  PyObject *disarmed;    /* list: (weakref to function, armed, disarmed code) */
 } Recorder;
 
 static int is_repository(Recorder *self, PyCodeObject *code) {
@@ -162,30 +174,35 @@ static EvalFrame *caller_of(PyThreadState *tstate, EvalFrame *frame) {
 #endif
 }
 
-/* A repository code object not seen since reset(): record it. The frames
- * are the interpreter's own (no frame objects are created). */
-static int first_call(Recorder *self, PyThreadState *tstate, EvalFrame *frame,
-                      PyCodeObject *code) {
+/* A repository code object not seen since reset(): record it. The stack
+ * is \p innermost (the code about to run, or running) above the frames
+ * from \p below outwards, the interpreter's own (no frame objects are
+ * created). Returns 1 for a test-time first execution, 0 for import time,
+ * -1 on error. */
+static int record(Recorder *self, PyCodeObject *innermost, EvalFrame *below,
+                  PyCodeObject *code) {
   int import_time = 0;
   PyCodeObject *importer = NULL;
-  for (EvalFrame *f = frame; f;
-       f = f == frame ? caller_of(tstate, frame) : FRAME_BACK(f)) {
-    PyCodeObject *c = FRAME_CODE(f);
+  EvalFrame *f = below;
+  for (PyCodeObject *c = innermost; c;
+       c = f ? FRAME_CODE(f) : NULL, f = f ? FRAME_BACK(f) : NULL) {
     if ((PyObject *)c == self->import_code)
       import_time = 1;
     if (!(c->co_flags & CO_OPTIMIZED)) {
       /* A module or class body (or exec'd source). */
       if (!importer)
-        importer = c;
+        importer = c == innermost ? code : c;
       if (PyUnicode_Compare(c->co_name, self->module_name) != 0)
         import_time = 1; /* class bodies run when their module is imported */
     }
   }
-  if (!import_time)
-    return ptrset_add(&self->seen, (PyObject *)code) < 0 ||
-                   PyList_Append(self->functions, (PyObject *)code) < 0
-               ? -1
-               : 0;
+  if (!import_time) {
+    int added = ptrset_add(&self->seen, (PyObject *)code);
+    if (added < 0 ||
+        (added && PyList_Append(self->functions, (PyObject *)code) < 0))
+      return -1;
+    return 1;
+  }
   int added = ptrset_add(&self->import_seen, (PyObject *)code);
   if (added <= 0)
     return added;
@@ -196,9 +213,16 @@ static int first_call(Recorder *self, PyThreadState *tstate, EvalFrame *frame,
   return result;
 }
 
+static int first_call(Recorder *self, PyThreadState *tstate, EvalFrame *frame,
+                      PyCodeObject *code) {
+  return record(self, code, caller_of(tstate, frame), code) < 0 ? -1 : 0;
+}
+
 /* The recorder whose hook is installed (one per interpreter). */
 static Recorder *active;
 static _PyFrameEvalFunction previous_eval;
+static PyObject *evaluate(PyThreadState *tstate, EvalFrame *frame,
+                          int throwflag);
 
 #if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
 /* CPython 3.11 specializes `obj[i]` with a Python __getitem__ into
@@ -221,6 +245,12 @@ static void keep_visible(EvalFrame *frame, PyCodeObject *code) {
 #else
 static void keep_visible(EvalFrame *frame, PyCodeObject *code) {}
 #endif
+
+static void give_hook_back(void) {
+  PyInterpreterState *interp = PyInterpreterState_Get();
+  if (_PyInterpreterState_GetEvalFrameFunc(interp) == evaluate)
+    _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval);
+}
 
 static PyObject *evaluate(PyThreadState *tstate, EvalFrame *frame,
                           int throwflag) {
@@ -246,23 +276,43 @@ static PyObject *evaluate(PyThreadState *tstate, EvalFrame *frame,
 static PyObject *Recorder_install(Recorder *self, PyObject *unused) {
   PyInterpreterState *interp = PyInterpreterState_Get();
   _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
-  if (active == self)
+  if (active == self && !self->armed_mode && current == evaluate)
     Py_RETURN_TRUE;
-  if (active || current != _PyEval_EvalFrameDefault)
+  if ((active && active != self) ||
+      (current != _PyEval_EvalFrameDefault && current != evaluate))
     Py_RETURN_FALSE; /* another recorder, a JIT or a debugger has the hook */
-  Py_INCREF(self);
-  active = self;
-  previous_eval = current;
-  _PyInterpreterState_SetEvalFrameFunc(interp, evaluate);
+  if (!active) {
+    Py_INCREF(self);
+    active = self;
+  }
+  self->armed_mode = 0;
+  if (current != evaluate) {
+    previous_eval = current;
+    _PyInterpreterState_SetEvalFrameFunc(interp, evaluate);
+  }
   Py_RETURN_TRUE;
 }
 
+#if PY_VERSION_HEX >= 0x030B0000
+/* arm(): record through armed code objects' hit() calls (CPython 3.11),
+ * with no frame-evaluation hook. */
+static PyObject *Recorder_arm(Recorder *self, PyObject *unused) {
+  if (active && active != self)
+    Py_RETURN_FALSE;
+  if (!active) {
+    Py_INCREF(self);
+    active = self;
+  }
+  give_hook_back(); /* from an earlier install() */
+  self->armed_mode = 1;
+  Py_RETURN_TRUE;
+}
+#endif
+
 static PyObject *Recorder_uninstall(Recorder *self, PyObject *unused) {
-  PyInterpreterState *interp = PyInterpreterState_Get();
   if (active != self)
     Py_RETURN_FALSE;
-  if (_PyInterpreterState_GetEvalFrameFunc(interp) == evaluate)
-    _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval);
+  give_hook_back();
   active = NULL;
   Py_DECREF(self);
   Py_RETURN_TRUE;
@@ -270,9 +320,109 @@ static PyObject *Recorder_uninstall(Recorder *self, PyObject *unused) {
 
 static PyObject *Recorder_installed(Recorder *self, PyObject *unused) {
   PyInterpreterState *interp = PyInterpreterState_Get();
-  return PyBool_FromLong(active == self && _PyInterpreterState_GetEvalFrameFunc(
-                                               interp) == evaluate);
+  if (active != self)
+    Py_RETURN_FALSE;
+  return PyBool_FromLong(self->armed_mode ||
+                         _PyInterpreterState_GetEvalFrameFunc(interp) ==
+                             evaluate);
 }
+
+static PyObject *Recorder_hooked(Recorder *self, PyObject *unused) {
+  PyInterpreterState *interp = PyInterpreterState_Get();
+  return PyBool_FromLong(active == self &&
+                         _PyInterpreterState_GetEvalFrameFunc(interp) ==
+                             evaluate);
+}
+
+#if PY_VERSION_HEX >= 0x030B0000
+/* Points \p func at \p code, as assigning __code__ does, without its audit
+ * event; a new version makes specialized call sites deoptimize. */
+static void set_function_code(PyFunctionObject *func, PyObject *code) {
+  Py_INCREF(code);
+  Py_SETREF(func->func_code, code);
+  func->func_version = 0;
+}
+
+/* A test-time first execution of \p func running \p armed: from now on the
+ * function runs \p disarmed (without the call to hit()) until reset(). The
+ * running frame keeps its armed code. */
+static int disarm(Recorder *self, PyFunctionObject *func, PyObject *armed,
+                  PyObject *disarmed) {
+  if (!func || func->func_code != armed)
+    return 0; /* a module or class body, or __code__ was replaced */
+  PyObject *ref = PyWeakref_NewRef((PyObject *)func, NULL);
+  if (!ref)
+    return -1;
+  PyObject *entry = PyTuple_Pack(3, ref, armed, disarmed);
+  Py_DECREF(ref);
+  if (!entry || PyList_Append(self->disarmed, entry) < 0) {
+    Py_XDECREF(entry);
+    return -1;
+  }
+  Py_DECREF(entry);
+  set_function_code(func, disarmed);
+  return 0;
+}
+
+/* hit(disarmed): the prologue of every armed code object calls it with the
+ * code's disarmed twin, which is the code object recorded. */
+static PyObject *recorder_hit(PyObject *module, PyObject *disarmed) {
+  Recorder *self = active;
+  if (!self || !self->armed_mode || !PyCode_Check(disarmed))
+    Py_RETURN_NONE;
+  PyThreadState *tstate = PyThreadState_Get();
+  EvalFrame *frame = tstate->cframe->current_frame;
+  if (!frame)
+    Py_RETURN_NONE;
+  PyObject *armed = (PyObject *)FRAME_CODE(frame);
+  int test_time = 1;
+  if (!ptrset_contains(&self->seen, disarmed))
+    test_time = record(self, (PyCodeObject *)disarmed, FRAME_BACK(frame),
+                       (PyCodeObject *)disarmed);
+  /* Nothing may disturb the program: an error only loses the record. */
+  if (test_time < 0 ||
+      (test_time && disarm(self, frame->f_func, armed, disarmed) < 0))
+    PyErr_Clear();
+  Py_RETURN_NONE;
+}
+
+/* executing(code): \p code is about to run as a module body (an exec()
+ * audit event): record it as a first execution there. */
+static PyObject *Recorder_executing(Recorder *self, PyObject *code) {
+  if (!PyCode_Check(code)) {
+    PyErr_SetString(PyExc_TypeError, "executing() takes a code object");
+    return NULL;
+  }
+  if (ptrset_contains(&self->seen, code))
+    Py_RETURN_NONE;
+  PyThreadState *tstate = PyThreadState_Get();
+  if (record(self, (PyCodeObject *)code, tstate->cframe->current_frame,
+             (PyCodeObject *)code) < 0)
+    return NULL;
+  Py_RETURN_NONE;
+}
+
+/* Gives every function disarmed since the last reset its armed code back. */
+static int rearm(Recorder *self) {
+  PyObject *entries = self->disarmed;
+  self->disarmed = PyList_New(0);
+  if (!self->disarmed) {
+    self->disarmed = entries;
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); ++i) {
+    PyObject *entry = PyList_GET_ITEM(entries, i);
+    PyObject *func = PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(entry, 0));
+    if (func != Py_None &&
+        ((PyFunctionObject *)func)->func_code == PyTuple_GET_ITEM(entry, 2))
+      set_function_code((PyFunctionObject *)func, PyTuple_GET_ITEM(entry, 1));
+  }
+  Py_DECREF(entries);
+  return 0;
+}
+#else
+static int rearm(Recorder *self) { return 0; }
+#endif
 
 static PyObject *Recorder_take(Recorder *self, PyObject *unused) {
   PyObject *functions = PyList_New(0), *imports = PyList_New(0);
@@ -295,6 +445,8 @@ static PyObject *Recorder_take(Recorder *self, PyObject *unused) {
 static PyObject *Recorder_reset(Recorder *self, PyObject *unused) {
   ptrset_clear(&self->seen);
   ptrset_clear(&self->import_seen);
+  if (rearm(self) < 0)
+    return NULL;
   Py_RETURN_NONE;
 }
 
@@ -323,11 +475,12 @@ static PyObject *Recorder_new(PyTypeObject *type, PyObject *args,
   self->functions = PyList_New(0);
   self->imports = PyList_New(0);
   self->prefixes = PyTuple_New(0);
+  self->disarmed = PyList_New(0);
   self->module_name = PyUnicode_InternFromString("<module>");
   Py_INCREF(Py_None);
   self->import_code = Py_None;
   if (!self->functions || !self->imports || !self->prefixes ||
-      !self->module_name) {
+      !self->disarmed || !self->module_name) {
     Py_DECREF(self);
     return NULL;
   }
@@ -342,6 +495,7 @@ static void Recorder_dealloc(Recorder *self) {
   Py_XDECREF(self->prefixes);
   Py_XDECREF(self->import_code);
   Py_XDECREF(self->module_name);
+  Py_XDECREF(self->disarmed);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -351,7 +505,10 @@ static PyMethodDef Recorder_methods[] = {
     {"uninstall", (PyCFunction)Recorder_uninstall, METH_NOARGS,
      "Give the frame evaluation hook back."},
     {"installed", (PyCFunction)Recorder_installed, METH_NOARGS,
-     "Whether this recorder's hook is (still) the interpreter's."},
+     "Whether this recorder still records (armed, or its hook is the "
+     "interpreter's)."},
+    {"hooked", (PyCFunction)Recorder_hooked, METH_NOARGS,
+     "Whether the frame-evaluation hook is installed now."},
     {"take", (PyCFunction)Recorder_take, METH_NOARGS,
      "(test-time codes, [(import-time code, importer code or None)]) "
      "recorded since the last take()."},
@@ -359,6 +516,61 @@ static PyMethodDef Recorder_methods[] = {
      "Forget what was seen: every code is recorded again at its next call."},
     {"configure", (PyCFunction)Recorder_configure, METH_VARARGS,
      "configure(prefixes, find_and_load_code)"},
+#if PY_VERSION_HEX >= 0x030B0000
+    {"arm", (PyCFunction)Recorder_arm, METH_NOARGS,
+     "Record through armed code objects' hit() calls, without the hook; "
+     "False if another recorder is active."},
+    {"executing", (PyCFunction)Recorder_executing, METH_O,
+     "executing(code): record code about to run as a module body."},
+#endif
+    {NULL, NULL, 0, NULL}};
+
+#if PY_VERSION_HEX >= 0x030B0000
+/* set_const(code, index, value): replaces one of a code object's constants
+ * in place, for a module body about to run (its .pyc is written already). */
+static PyObject *recorder_set_const(PyObject *module, PyObject *args) {
+  PyCodeObject *code;
+  Py_ssize_t index;
+  PyObject *value;
+  if (!PyArg_ParseTuple(args, "O!nO:set_const", &PyCode_Type, &code, &index,
+                        &value))
+    return NULL;
+  PyObject *consts = code->co_consts;
+  if (index < 0 || index >= PyTuple_GET_SIZE(consts)) {
+    PyErr_SetString(PyExc_IndexError, "constant index out of range");
+    return NULL;
+  }
+  Py_INCREF(value);
+  Py_SETREF(PyTuple_GET_ITEM(consts, index), value);
+  Py_RETURN_NONE;
+}
+
+/* set_code(function, code): function.__code__ = code, without the audit
+ * event (arming the functions that exist when the recorder starts). */
+static PyObject *recorder_set_code(PyObject *module, PyObject *args) {
+  PyFunctionObject *func;
+  PyCodeObject *code;
+  if (!PyArg_ParseTuple(args, "O!O!:set_code", &PyFunction_Type, &func,
+                        &PyCode_Type, &code))
+    return NULL;
+  if (code->co_nfreevars != ((PyCodeObject *)func->func_code)->co_nfreevars) {
+    PyErr_SetString(PyExc_ValueError, "free variables differ");
+    return NULL;
+  }
+  set_function_code(func, (PyObject *)code);
+  Py_RETURN_NONE;
+}
+#endif
+
+static PyMethodDef module_methods[] = {
+#if PY_VERSION_HEX >= 0x030B0000
+    {"hit", recorder_hit, METH_O,
+     "hit(disarmed): called by armed code; records its first execution."},
+    {"set_const", recorder_set_const, METH_VARARGS,
+     "set_const(code, index, value): replace a constant in place."},
+    {"set_code", recorder_set_code, METH_VARARGS,
+     "set_code(function, code): set __code__ without an audit event."},
+#endif
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject RecorderType = {
@@ -373,7 +585,7 @@ static PyTypeObject RecorderType = {
 
 static struct PyModuleDef recorder_module = {
     PyModuleDef_HEAD_INIT, "_recorder",
-    "Exact function recorder (CPython 3.9-3.11).", -1, NULL};
+    "Exact function recorder (CPython 3.9-3.11).", -1, module_methods};
 
 PyMODINIT_FUNC PyInit__recorder(void) {
   if (PyType_Ready(&RecorderType) < 0)

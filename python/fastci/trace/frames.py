@@ -152,16 +152,22 @@ class FrameDescriber:
         return result
 
     def in_repository(self, code):
-        """Whether `code` comes from a real file under the root (and is not the sampler's)."""
+        """Whether `code` comes from a real file under the root (and is not the sampler's).
+
+        Cached by id: only for code objects kept alive (recorded or sampled).
+        """
         try:
             return self._repo[id(code)]
         except KeyError:
             pass
-        path = self._path(code.co_filename)
-        result = (path is not None and not path.startswith("<")
-                  and path.startswith(self._root))
+        result = self.in_repository_file(code.co_filename)
         self._repo[id(code)] = result
         return result
+
+    def in_repository_file(self, filename):
+        """in_repository() by a code object's co_filename, for code that may die."""
+        path = self._path(filename)
+        return path is not None and not path.startswith("<") and path.startswith(self._root)
 
     def _path(self, filename):
         try:

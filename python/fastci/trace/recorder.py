@@ -21,17 +21,28 @@ Mechanisms, chosen once per process:
   everything at the next test. While another tool is registered we never
   DISABLE (restart_events would re-arm its events too) and pay one set
   lookup per call instead.
-* CPython 3.9-3.11: the `_recorder` extension (built by CMake from
-  _recorder.c, or by the package build), which hooks frame evaluation.
+* CPython 3.11: armed code objects (arming.py): each repository code
+  object calls the `_recorder` extension's hit() from a prologue until its
+  first test-time execution disarms its function, so steady-state calls
+  cost nothing and keep 3.11's inlined Python-to-Python calls. Should a
+  code object not be armable, the process falls back to the hook below
+  (header `recorder: eval-frame (arming failed: ...)`).
+* CPython 3.9-3.10 (and 3.11 with FASTCI_TRACE_RECORDER_MECHANISM=eval-frame):
+  the `_recorder` extension (built by CMake from _recorder.c, or by the
+  package build), which hooks frame evaluation.
 * Neither available (no extension built, another frame-evaluation hook such
   as a JIT installed, both monitoring tool ids taken): `start()` returns
   False, and the sampler falls back to its call burst and says
   `coverage: sampled` in every file.
 """
 
+import gc
 import importlib.util
 import os
 import sys
+import types
+
+from . import arming
 
 _MONITORING = sys.version_info >= (3, 12) and hasattr(sys, "monitoring")
 # sys.monitoring ids 0-2 and 5 are reserved by convention for debuggers,
@@ -47,6 +58,9 @@ _BUILD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
 # The extension's path, exported by the launcher; "off" turns the recorder
 # off (sampling and the call burst only, `coverage: sampled`).
 ENV_RECORDER = "FASTCI_TRACE_RECORDER"
+# "eval-frame" makes CPython 3.11 use the frame-evaluation hook instead of
+# armed code objects (to compare the two, utils/bench/recorder_overhead.py).
+ENV_MECHANISM = "FASTCI_TRACE_RECORDER_MECHANISM"
 
 
 def find_extension():
@@ -128,16 +142,34 @@ def classify(frame):
     return classify_codes(_codes_of(frame))
 
 
+# The recorder whose armed code objects are live, for the audit hook: one
+# per process (the extension's hit() records into one recorder only).
+_armed_recorder = None
+_audit_hook_installed = False
+
+
+def _on_audit(event, args):
+    if event == "exec":
+        recorder = _armed_recorder
+        if recorder is not None:
+            recorder._on_exec(args[0])
+
+
 class FunctionRecorder:
     """Records first executions per test; `take()` hands them over, `reset()` re-arms.
 
-    `in_repository(code)` decides which code is recorded; `prefixes` are the
-    real and given repository roots (with a trailing separator), which the
-    extension uses as a cheap first filter.
+    `in_repository(code)` decides which code is recorded (it may cache by
+    id: it only sees code objects kept alive); `prefixes` are the real and
+    given repository roots (with a trailing separator), which the extension
+    uses as a cheap first filter. `in_repository_file(co_filename)` decides
+    the same for code that may die (the code objects armed on 3.11; default:
+    in_repository, which must then not cache by id).
     """
 
-    def __init__(self, in_repository, prefixes):
+    def __init__(self, in_repository, prefixes, in_repository_file=None):
         self._in_repository = in_repository
+        self._arms = (in_repository if in_repository_file is None
+                      else lambda code: in_repository_file(code.co_filename))
         self._prefixes = tuple(prefixes)
         self.mechanism = None
         self._ext = None
@@ -147,6 +179,9 @@ class FunctionRecorder:
         self._imports = []
         self._seen = set()         # ids of test-time codes (monitoring without DISABLE)
         self._import_seen = set()  # ids of import-time codes recorded since reset()
+        self._armer = None
+        self._set_code = None
+        self._set_const = None
 
     def start(self):
         """Install the recorder; False when no mechanism is available or it is turned off."""
@@ -159,6 +194,9 @@ class FunctionRecorder:
             return False
         recorder = module.Recorder()
         recorder.configure(self._prefixes, _FIND_AND_LOAD)
+        if (arming.SUPPORTED and hasattr(recorder, "arm")
+                and os.environ.get(ENV_MECHANISM) != "eval-frame"):
+            return self._start_armed(module, recorder)
         if not recorder.install():
             return False
         self._ext = recorder
@@ -172,6 +210,11 @@ class FunctionRecorder:
         if self._tool is not None:
             return sys.monitoring.get_tool(self._tool) == _TOOL_NAME
         return False
+
+    def hooked(self):
+        """Whether the frame-evaluation hook is installed now (never with
+        armed code)."""
+        return self._ext is not None and self._ext.hooked()
 
     def take(self):
         """([test-time code], [(import-time code, importer code or None)]) since the last take()."""
@@ -194,10 +237,18 @@ class FunctionRecorder:
             if self._disable is not None:
                 sys.monitoring.restart_events()
 
-    def close(self):
+    def close(self, restore=False):
+        """Stop recording. Armed code left in functions then calls a hit()
+        that does nothing; `restore` gives every function its original code
+        back (a heap scan: for benchmarks, not at exit)."""
+        global _armed_recorder
+        if _armed_recorder is self:
+            _armed_recorder = None
         if self._ext is not None:
             self._ext.uninstall()
             self._ext = None
+        if restore and self._armer is not None:
+            self._armer.restore_functions(self._set_code)
         if self._tool is not None:
             monitoring = sys.monitoring
             monitoring.set_events(self._tool, 0)
@@ -205,6 +256,65 @@ class FunctionRecorder:
                 monitoring.register_callback(self._tool, event, None)
             monitoring.free_tool_id(self._tool)
             self._tool = None
+
+    # -- CPython 3.11: armed code objects --------------------------------------
+    def _start_armed(self, module, recorder):
+        global _armed_recorder, _audit_hook_installed
+        if _armed_recorder is not None:
+            return False  # one per process: hit() records into one recorder
+        self._armer = arming.Armer(module.hit, self._arms)
+        self._set_code = module.set_code
+        self._set_const = module.set_const
+        if not recorder.arm():
+            return False
+        self._ext = recorder
+        self.mechanism = "armed-code"
+        _armed_recorder = self
+        if not _audit_hook_installed:
+            _audit_hook_installed = True  # an audit hook cannot be removed again
+            sys.addaudithook(_on_audit)
+        try:
+            self._arm_functions()
+        except arming.ArmingError as e:
+            self._fall_back(e)
+        return True
+
+    def _arm_functions(self):
+        """Arm the repository functions that exist already (pytest's conftest
+        files and plugins, modules imported before the recorder started)."""
+        armer = self._armer
+        arms = self._arms
+        for obj in gc.get_objects():
+            if type(obj) is types.FunctionType:
+                code = obj.__code__
+                if id(code) not in armer.variants and arms(code):
+                    self._set_code(obj, armer.twins(code)[0])
+
+    def _on_exec(self, code):
+        """exec() audit event: a module body (or other code) about to run.
+
+        Raised by exec() and eval() of code objects (importlib, pytest's
+        assertion rewriter, runpy) and, on 3.11, by the interpreter itself
+        for the main script and -c code (pythonrun.c run_mod)."""
+        try:
+            if (type(code) is not types.CodeType or id(code) in self._armer.variants
+                    or not self._arms(code)):
+                return
+            self._ext.executing(code)
+            self._armer.arm_in_place(code, self._set_const)
+        except arming.ArmingError as e:
+            self._fall_back(e)
+        except Exception:
+            pass  # an audit hook that raises would abort the program's exec()
+
+    def _fall_back(self, error):
+        """Record the rest of the process with the frame-evaluation hook."""
+        global _armed_recorder
+        _armed_recorder = None
+        if self._ext is not None and self._ext.install():
+            self.mechanism = "eval-frame (arming failed: %s)" % error
+        else:
+            self.mechanism = "none (arming failed: %s)" % error
 
     # -- CPython 3.12+ ------------------------------------------------------
     def _start_monitoring(self):

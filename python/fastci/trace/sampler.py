@@ -132,7 +132,8 @@ class Sampler:
         self._codes = {}  # id(code) -> code for every code in a recorded stack
         self.describer = FrameDescriber(config.root, cwd or os.getcwd(), _PACKAGE_DIR)
         roots = {os.path.join(config.root, ""), os.path.join(os.path.realpath(config.root), "")}
-        self._recorder = _recorder.FunctionRecorder(self.describer.in_repository, sorted(roots))
+        self._recorder = _recorder.FunctionRecorder(self.describer.in_repository, sorted(roots),
+                                                    self.describer.in_repository_file)
         try:
             exact = self._recorder.start()
         except Exception as e:  # never let the recorder affect the program

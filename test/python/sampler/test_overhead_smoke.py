@@ -29,7 +29,7 @@ def test_overhead_benchmark_smoke():
     # The default records functions exactly (the extension is built by the
     # project's CMake); with the recorder off there is neither it nor a burst.
     assert re.search(r"traced +.*call burst 0\.000s CPU per process; coverage exact "
-                     r"\((eval-frame|sys\.monitoring)\)", proc.stdout), proc.stdout
+                     r"\((armed-code|eval-frame|sys\.monitoring)\)", proc.stdout), proc.stdout
     assert re.search(r"sampling +.*call burst 0\.000s CPU per process; coverage sampled \(none\)",
                      proc.stdout), proc.stdout
     assert "load average" in proc.stdout
