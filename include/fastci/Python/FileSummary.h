@@ -250,9 +250,27 @@ struct FileSummary {
 /// Serializes \p summary in the cache's binary form.
 std::string serializeSummary(const FileSummary &summary);
 
+/// The parts of a summary that deserializeSummary reads.
+enum class SummaryParts : uint8_t {
+  /// Everything.
+  All,
+  /// What the IR is built from. Left empty: what only linkPytestItems reads
+  /// (EntitySummary::name and ::parameters, EdgeSummary::alias,
+  /// pytestEntities, moduleMarks, dynamicTests); deserializeLinkFacts adds
+  /// it when the link runs.
+  IR,
+};
+
 /// Reads back what serializeSummary wrote; a truncated, corrupted or
-/// foreign buffer is an error (the caller then reparses the file).
-llvm::Expected<FileSummary> deserializeSummary(llvm::StringRef buffer);
+/// foreign buffer is an error (the caller then reparses the file). With
+/// SummaryParts::IR the link-only part is neither read nor checked.
+llvm::Expected<FileSummary>
+deserializeSummary(llvm::StringRef buffer,
+                   SummaryParts parts = SummaryParts::All);
+
+/// Adds to \p summary, read from \p buffer with SummaryParts::IR, the part
+/// that was left out; a damaged part is an error.
+llvm::Error deserializeLinkFacts(llvm::StringRef buffer, FileSummary &summary);
 
 } // namespace fastci::python
 
