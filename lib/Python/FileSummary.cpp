@@ -3,7 +3,7 @@
 // The cache format is a flat little-endian stream: a magic word with a format
 // version, the length of the IR section, then the IR section (what the
 // module is built from) and the link section (what only linkPytestItems
-// reads: entity names and parameters, import aliases, pytest facts), each
+// reads: entity names and parameters, pytest facts), each
 // vector as a count followed by its elements. A warm run whose link is
 // skipped reads the IR section alone. Every read is bounds-checked, so a
 // damaged cache entry is a miss, never a crash.
@@ -76,10 +76,14 @@ public:
   uint64_t u64() {
     return take(8) ? llvm::support::endian::read64le(last.data()) : 0;
   }
-  std::string str() {
+  std::string str() { return view().str(); }
+  /// A string left in the buffer.
+  StringRef view() {
     uint32_t size = u32();
-    return take(size) ? last.str() : std::string();
+    return take(size) ? last : StringRef();
   }
+  /// The bytes not read yet.
+  StringRef rest() const { return in; }
   SourceRange range() {
     SourceRange result;
     result.startLine = u32();
@@ -238,6 +242,23 @@ bool readMarks(Reader &r, std::vector<MarkSummary> &marks) {
 
 
 namespace {
+/// Reads one edge of the IR section; false when its kind is not one.
+bool readEdge(Reader &r, EdgeRef &edge) {
+  uint8_t kind = r.u8();
+  edge.kind = static_cast<EdgeKind>(kind);
+  edge.from = static_cast<LocalId>(r.u32());
+  edge.target = r.view();
+  edge.line = r.u32();
+  edge.modulePrefix = r.u32();
+  edge.alias = r.view();
+  return r.ok() && kind <= static_cast<uint8_t>(EdgeKind::Call);
+}
+
+/// Whether \p id names the module or one of the first \p limit entities.
+bool isValidLocal(LocalId id, size_t limit) {
+  return id == kModuleScope || (id >= 0 && static_cast<size_t>(id) < limit);
+}
+
 /// The IR section: everything the importer builds the module from.
 void writeIRSection(Writer &w, const FileSummary &summary) {
   w.u64(summary.moduleHash);
@@ -254,14 +275,15 @@ void writeIRSection(Writer &w, const FileSummary &summary) {
     w.u8(entity.isAsync | entity.isLambda << 1 | entity.isFixture << 2);
     w.strings(entity.names);
   }
-  w.u32(summary.edges.size());
-  for (const EdgeSummary &edge : summary.edges) {
+  w.u32(getNumEdges(summary));
+  forEachEdge(summary, [&](const EdgeRef &edge) {
     w.u8(static_cast<uint8_t>(edge.kind));
     w.u32(static_cast<uint32_t>(edge.from));
     w.str(edge.target);
     w.u32(edge.line);
     w.u32(edge.modulePrefix);
-  }
+    w.str(edge.alias);
+  });
   w.u32(summary.tests.size());
   for (const TestSummary &test : summary.tests) {
     w.str(test.nodeId);
@@ -292,9 +314,6 @@ void writeLinkSection(Writer &w, const FileSummary &summary) {
     w.str(entity.name);
     w.strings(entity.parameters);
   }
-  w.u32(summary.edges.size());
-  for (const EdgeSummary &edge : summary.edges)
-    w.str(edge.alias);
   w.u32(summary.pytestEntities.size());
   for (const PytestEntitySummary &facts : summary.pytestEntities) {
     w.u32(static_cast<uint32_t>(facts.entity));
@@ -316,7 +335,8 @@ void writeLinkSection(Writer &w, const FileSummary &summary) {
   w.u8(summary.dynamicTests);
 }
 
-llvm::Error readIRSection(StringRef bytes, FileSummary &summary) {
+llvm::Error readIRSection(StringRef bytes, SummaryParts parts,
+                          FileSummary &summary) {
   Reader r(bytes);
   summary.moduleHash = r.u64();
   summary.numLines = r.u32();
@@ -338,16 +358,27 @@ llvm::Error readIRSection(StringRef bytes, FileSummary &summary) {
     entity.isFixture = flags & 4;
     entity.names = r.strings();
   }
-  summary.edges.resize(r.count());
-  for (EdgeSummary &edge : summary.edges) {
-    uint8_t kind = r.u8();
-    if (kind > static_cast<uint8_t>(EdgeKind::Call))
-      return llvm::createStringError("bad edge kind");
-    edge.kind = static_cast<EdgeKind>(kind);
-    edge.from = static_cast<LocalId>(r.u32());
-    edge.target = r.str();
-    edge.line = r.u32();
-    edge.modulePrefix = r.u32();
+  // Checked here, so that forEachEdge can trust them.
+  uint32_t numEdges = r.count();
+  StringRef edgeBytes = r.rest();
+  if (parts == SummaryParts::All)
+    summary.edges.reserve(numEdges);
+  for (uint32_t i = 0; i < numEdges; ++i) {
+    EdgeRef edge;
+    if (!readEdge(r, edge))
+      return llvm::createStringError("bad or truncated edge");
+    if (!isValidLocal(edge.from, summary.entities.size()) ||
+        edge.modulePrefix > edge.target.size())
+      return llvm::createStringError("bad edge");
+    if (parts == SummaryParts::All)
+      summary.edges.push_back({edge.kind, edge.from, edge.target.str(),
+                               edge.line, edge.modulePrefix,
+                               edge.alias.str()});
+  }
+  if (parts == SummaryParts::IR) {
+    summary.encodedEdges =
+        edgeBytes.drop_back(r.rest().size());
+    summary.numEncodedEdges = numEdges;
   }
   summary.tests.resize(r.count());
   for (TestSummary &test : summary.tests) {
@@ -377,19 +408,12 @@ llvm::Error readIRSection(StringRef bytes, FileSummary &summary) {
     return llvm::createStringError("truncated or corrupted summary");
   // Local ids must point backwards (parents precede children) or the
   // importer would index out of range.
-  auto validLocal = [&](LocalId id, size_t limit) {
-    return id == kModuleScope || (id >= 0 && static_cast<size_t>(id) < limit);
-  };
   for (size_t i = 0; i < summary.entities.size(); ++i)
-    if (!validLocal(summary.entities[i].parent, i))
+    if (!isValidLocal(summary.entities[i].parent, i))
       return llvm::createStringError("bad entity parent");
-  for (const EdgeSummary &edge : summary.edges)
-    if (!validLocal(edge.from, summary.entities.size()) ||
-        edge.modulePrefix > edge.target.size())
-      return llvm::createStringError("bad edge");
   // A file item's entry is the module.
   for (const TestSummary &test : summary.tests)
-    if (!validLocal(test.entry, summary.entities.size()))
+    if (!isValidLocal(test.entry, summary.entities.size()))
       return llvm::createStringError("bad test entry");
   return llvm::Error::success();
 }
@@ -403,10 +427,6 @@ llvm::Error readLinkSection(StringRef bytes, FileSummary &summary) {
     entity.name = r.str();
     entity.parameters = r.strings();
   }
-  if (r.count() != summary.edges.size())
-    return llvm::createStringError("link section of another summary");
-  for (EdgeSummary &edge : summary.edges)
-    edge.alias = r.str();
   summary.pytestEntities.resize(r.count());
   for (PytestEntitySummary &facts : summary.pytestEntities) {
     facts.entity = static_cast<LocalId>(r.u32());
@@ -477,7 +497,7 @@ fastci::python::deserializeSummary(StringRef buffer, SummaryParts parts) {
   if (!sections)
     return sections.takeError();
   FileSummary summary;
-  if (llvm::Error error = readIRSection(sections->first, summary))
+  if (llvm::Error error = readIRSection(sections->first, parts, summary))
     return error;
   if (parts == SummaryParts::All)
     if (llvm::Error error = readLinkSection(sections->second, summary))
@@ -491,4 +511,18 @@ llvm::Error fastci::python::deserializeLinkFacts(StringRef buffer,
   if (!sections)
     return sections.takeError();
   return readLinkSection(sections->second, summary);
+}
+
+void fastci::python::forEachEdge(
+    const FileSummary &summary, llvm::function_ref<void(const EdgeRef &)> visit) {
+  for (const EdgeSummary &edge : summary.edges)
+    visit({edge.kind, edge.from, edge.target, edge.line, edge.modulePrefix,
+           edge.alias});
+  // Checked when they were read (readIRSection).
+  Reader r(summary.encodedEdges);
+  for (uint32_t i = 0; i < summary.numEncodedEdges; ++i) {
+    EdgeRef edge;
+    readEdge(r, edge);
+    visit(edge);
+  }
 }

@@ -446,7 +446,7 @@ LogicalResult Importer::run() {
     for (const FileResult &result : results)
       if (result.summary) {
         numEntities += 2 + result.summary->entities.size();
-        numEdges += result.summary->edges.size();
+        numEdges += getNumEdges(*result.summary);
       }
     module.reserveEntities(numEntities);
     module.reserveEdges(numEdges);
@@ -518,7 +518,7 @@ LogicalResult Importer::run() {
     auto localToId = [&](LocalId local) {
       return local == kModuleScope ? entry.moduleId : entry.ids[local];
     };
-    for (const EdgeSummary &edge : summary.edges) {
+    forEachEdge(summary, [&](const EdgeRef &edge) {
       StaticEdge staticEdge;
       staticEdge.kind = edge.kind;
       staticEdge.from = localToId(edge.from);
@@ -529,9 +529,9 @@ LogicalResult Importer::run() {
       if (staticEdge.to == kNoEntity && edge.kind == EdgeKind::Import &&
           edge.modulePrefix)
         staticEdge.to = module.lookupEntity(
-            StringRef(edge.target).take_front(edge.modulePrefix));
+            edge.target.take_front(edge.modulePrefix));
       module.addEdge(staticEdge);
-    }
+    });
     for (TestSummary &testSummary : summary.tests) {
       if (module.lookupTest(testSummary.nodeId) != kNoTest)
         continue;
