@@ -357,8 +357,13 @@ LogicalResult Importer::run() {
   module.getAttrs().set(python::attr::kRoot,
                         Attribute::getString(rootPath.str()));
   lap(stats.walkMicros);
-  if (!options.cacheDir.empty())
-    cache = SummaryCache::open(options.cacheDir, cacheKey);
+  if (!options.cacheDir.empty()) {
+    std::string problem;
+    cache = SummaryCache::open(options.cacheDir, cacheKey, &problem);
+    if (!problem.empty())
+      diag.emit(Severity::Warning, SummaryCache::getPath(options.cacheDir), 0,
+                0, "summary cache " + problem + "; parsing every file");
+  }
   lap(stats.cacheReadMicros);
 
   std::vector<FileResult> results(files.size());
