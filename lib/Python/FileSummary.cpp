@@ -240,7 +240,6 @@ bool readMarks(Reader &r, std::vector<MarkSummary> &marks) {
 }
 } // namespace
 
-
 namespace {
 /// Reads one edge of the IR section; false when its kind is not one.
 bool readEdge(Reader &r, EdgeRef &edge) {
@@ -372,12 +371,10 @@ llvm::Error readIRSection(StringRef bytes, SummaryParts parts,
       return llvm::createStringError("bad edge");
     if (parts == SummaryParts::All)
       summary.edges.push_back({edge.kind, edge.from, edge.target.str(),
-                               edge.line, edge.modulePrefix,
-                               edge.alias.str()});
+                               edge.line, edge.modulePrefix, edge.alias.str()});
   }
   if (parts == SummaryParts::IR) {
-    summary.encodedEdges =
-        edgeBytes.drop_back(r.rest().size());
+    summary.encodedEdges = edgeBytes.drop_back(r.rest().size());
     summary.numEncodedEdges = numEdges;
   }
   summary.tests.resize(r.count());
@@ -463,7 +460,8 @@ llvm::Error readLinkSection(StringRef bytes, FileSummary &summary) {
 }
 
 /// The IR and link sections of a summary's binary form.
-llvm::Expected<std::pair<StringRef, StringRef>> splitSections(StringRef buffer) {
+llvm::Expected<std::pair<StringRef, StringRef>>
+splitSections(StringRef buffer) {
   Reader r(buffer);
   if (r.u32() != kSummaryMagic || r.u32() != kSummaryVersion)
     return llvm::createStringError("not a summary of this format version");
@@ -514,7 +512,8 @@ llvm::Error fastci::python::deserializeLinkFacts(StringRef buffer,
 }
 
 void fastci::python::forEachEdge(
-    const FileSummary &summary, llvm::function_ref<void(const EdgeRef &)> visit) {
+    const FileSummary &summary,
+    llvm::function_ref<void(const EdgeRef &)> visit) {
   for (const EdgeSummary &edge : summary.edges)
     visit({edge.kind, edge.from, edge.target, edge.line, edge.modulePrefix,
            edge.alias});

@@ -533,8 +533,8 @@ LogicalResult Importer::run() {
       // `from M import CONSTANT`: the module is the best target we have.
       if (staticEdge.to == kNoEntity && edge.kind == EdgeKind::Import &&
           edge.modulePrefix)
-        staticEdge.to = module.lookupEntity(
-            edge.target.take_front(edge.modulePrefix));
+        staticEdge.to =
+            module.lookupEntity(edge.target.take_front(edge.modulePrefix));
       module.addEdge(staticEdge);
     });
     for (TestSummary &testSummary : summary.tests) {

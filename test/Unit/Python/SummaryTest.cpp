@@ -80,14 +80,13 @@ TEST(SummaryTest, RoundTripsAndRejectsDamage) {
 }
 
 TEST(SummaryTest, ReadsTheIRSectionAloneAndTheLinkFactsLater) {
-  FileSummary summary = analyzePythonSource(
-      "import unittest as ut\n"
-      "from pkg.base import Base\n"
-      "class TestA(Base):\n"
-      "    @pytest.mark.slow\n"
-      "    def test_f(self, dev):\n"
-      "        return ut.main()\n",
-      "pkg/test_a.py", "pkg.test_a");
+  FileSummary summary = analyzePythonSource("import unittest as ut\n"
+                                            "from pkg.base import Base\n"
+                                            "class TestA(Base):\n"
+                                            "    @pytest.mark.slow\n"
+                                            "    def test_f(self, dev):\n"
+                                            "        return ut.main()\n",
+                                            "pkg/test_a.py", "pkg.test_a");
   ASSERT_FALSE(summary.edges.empty());
   ASSERT_FALSE(summary.pytestEntities.empty());
   std::string bytes = serializeSummary(summary);
@@ -124,8 +123,7 @@ TEST(SummaryTest, ReadsTheIRSectionAloneAndTheLinkFactsLater) {
   std::string damaged = bytes;
   damaged.back() = '\x7f'; // the flags byte ending the link section
   damaged += "x";
-  EXPECT_TRUE(static_cast<bool>(
-      deserializeSummary(damaged, SummaryParts::IR)));
+  EXPECT_TRUE(static_cast<bool>(deserializeSummary(damaged, SummaryParts::IR)));
   llvm::Expected<FileSummary> full = deserializeSummary(damaged);
   EXPECT_FALSE(static_cast<bool>(full));
   llvm::consumeError(full.takeError());
