@@ -1,8 +1,12 @@
 //===- FileSummary.cpp - Binary form of a file summary --------------------===//
 //
 // The cache format is a flat little-endian stream: a magic word with a format
-// version, then each vector as a count followed by its elements. Every read
-// is bounds-checked, so a damaged cache entry is a miss, never a crash.
+// version, the length of the IR section, then the IR section (what the
+// module is built from) and the link section (what only linkPytestItems
+// reads: entity names and parameters, pytest facts), each
+// vector as a count followed by its elements. A warm run whose link is
+// skipped reads the IR section alone. Every read is bounds-checked, so a
+// damaged cache entry is a miss, never a crash.
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Python/FileSummary.h"
@@ -18,8 +22,8 @@ namespace {
 constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
 // 4: names left out of hashes, 5: pytest facts, 6: import aliases,
 // 8: parameters, fixture facts and mark names, 9: names, parse errors,
-// enclosing items.
-constexpr uint32_t kSummaryVersion = 9;
+// enclosing items, 10: an IR section and a link section.
+constexpr uint32_t kSummaryVersion = 10;
 
 class Writer {
 public:
@@ -72,10 +76,14 @@ public:
   uint64_t u64() {
     return take(8) ? llvm::support::endian::read64le(last.data()) : 0;
   }
-  std::string str() {
+  std::string str() { return view().str(); }
+  /// A string left in the buffer.
+  StringRef view() {
     uint32_t size = u32();
-    return take(size) ? last.str() : std::string();
+    return take(size) ? last : StringRef();
   }
+  /// The bytes not read yet.
+  StringRef rest() const { return in; }
   SourceRange range() {
     SourceRange result;
     result.startLine = u32();
@@ -232,36 +240,49 @@ bool readMarks(Reader &r, std::vector<MarkSummary> &marks) {
 }
 } // namespace
 
-std::string fastci::python::serializeSummary(const FileSummary &summary) {
-  std::string out;
-  Writer w(out);
-  w.u32(kSummaryMagic);
-  w.u32(kSummaryVersion);
+namespace {
+/// Reads one edge of the IR section; false when its kind is not one.
+bool readEdge(Reader &r, EdgeRef &edge) {
+  uint8_t kind = r.u8();
+  edge.kind = static_cast<EdgeKind>(kind);
+  edge.from = static_cast<LocalId>(r.u32());
+  edge.target = r.view();
+  edge.line = r.u32();
+  edge.modulePrefix = r.u32();
+  edge.alias = r.view();
+  return r.ok() && kind <= static_cast<uint8_t>(EdgeKind::Call);
+}
+
+/// Whether \p id names the module or one of the first \p limit entities.
+bool isValidLocal(LocalId id, size_t limit) {
+  return id == kModuleScope || (id >= 0 && static_cast<size_t>(id) < limit);
+}
+
+/// The IR section: everything the importer builds the module from.
+void writeIRSection(Writer &w, const FileSummary &summary) {
   w.u64(summary.moduleHash);
   w.u32(summary.numLines);
   w.u32(summary.lastLineLength);
   w.u32(summary.entities.size());
   for (const EntitySummary &entity : summary.entities) {
     w.u8(static_cast<uint8_t>(entity.kind));
-    w.str(entity.name);
     w.str(entity.qualname);
     w.u32(static_cast<uint32_t>(entity.parent));
     w.range(entity.range);
     w.u64(entity.hash);
     w.strings(entity.decorators);
     w.u8(entity.isAsync | entity.isLambda << 1 | entity.isFixture << 2);
-    w.strings(entity.parameters);
     w.strings(entity.names);
   }
-  w.u32(summary.edges.size());
-  for (const EdgeSummary &edge : summary.edges) {
+  w.u32(getNumEdges(summary));
+  forEachEdge(summary, [&](const EdgeRef &edge) {
     w.u8(static_cast<uint8_t>(edge.kind));
     w.u32(static_cast<uint32_t>(edge.from));
     w.str(edge.target);
     w.u32(edge.line);
     w.u32(edge.modulePrefix);
     w.str(edge.alias);
-  }
+  });
   w.u32(summary.tests.size());
   for (const TestSummary &test : summary.tests) {
     w.str(test.nodeId);
@@ -281,6 +302,17 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.u32(warning.column);
     w.str(warning.message);
   }
+  w.u8(summary.parseError);
+  w.strings(summary.moduleNames);
+}
+
+/// The link section: what only linkPytestItems reads.
+void writeLinkSection(Writer &w, const FileSummary &summary) {
+  w.u32(summary.entities.size());
+  for (const EntitySummary &entity : summary.entities) {
+    w.str(entity.name);
+    w.strings(entity.parameters);
+  }
   w.u32(summary.pytestEntities.size());
   for (const PytestEntitySummary &facts : summary.pytestEntities) {
     w.u32(static_cast<uint32_t>(facts.entity));
@@ -299,17 +331,12 @@ std::string fastci::python::serializeSummary(const FileSummary &summary) {
     w.strings(facts.generatedNames);
   }
   writeMarks(w, summary.moduleMarks);
-  w.u8(summary.parseError | summary.dynamicTests << 1);
-  w.strings(summary.moduleNames);
-  return out;
+  w.u8(summary.dynamicTests);
 }
 
-llvm::Expected<FileSummary>
-fastci::python::deserializeSummary(StringRef buffer) {
-  Reader r(buffer);
-  if (r.u32() != kSummaryMagic || r.u32() != kSummaryVersion)
-    return llvm::createStringError("not a summary of this format version");
-  FileSummary summary;
+llvm::Error readIRSection(StringRef bytes, SummaryParts parts,
+                          FileSummary &summary) {
+  Reader r(bytes);
   summary.moduleHash = r.u64();
   summary.numLines = r.u32();
   summary.lastLineLength = r.u32();
@@ -319,7 +346,6 @@ fastci::python::deserializeSummary(StringRef buffer) {
     if (kind > static_cast<uint8_t>(EntityKind::Function))
       return llvm::createStringError("bad entity kind");
     entity.kind = static_cast<EntityKind>(kind);
-    entity.name = r.str();
     entity.qualname = r.str();
     entity.parent = static_cast<LocalId>(r.u32());
     entity.range = r.range();
@@ -329,20 +355,27 @@ fastci::python::deserializeSummary(StringRef buffer) {
     entity.isAsync = flags & 1;
     entity.isLambda = flags & 2;
     entity.isFixture = flags & 4;
-    entity.parameters = r.strings();
     entity.names = r.strings();
   }
-  summary.edges.resize(r.count());
-  for (EdgeSummary &edge : summary.edges) {
-    uint8_t kind = r.u8();
-    if (kind > static_cast<uint8_t>(EdgeKind::Call))
-      return llvm::createStringError("bad edge kind");
-    edge.kind = static_cast<EdgeKind>(kind);
-    edge.from = static_cast<LocalId>(r.u32());
-    edge.target = r.str();
-    edge.line = r.u32();
-    edge.modulePrefix = r.u32();
-    edge.alias = r.str();
+  // Checked here, so that forEachEdge can trust them.
+  uint32_t numEdges = r.count();
+  StringRef edgeBytes = r.rest();
+  if (parts == SummaryParts::All)
+    summary.edges.reserve(numEdges);
+  for (uint32_t i = 0; i < numEdges; ++i) {
+    EdgeRef edge;
+    if (!readEdge(r, edge))
+      return llvm::createStringError("bad or truncated edge");
+    if (!isValidLocal(edge.from, summary.entities.size()) ||
+        edge.modulePrefix > edge.target.size())
+      return llvm::createStringError("bad edge");
+    if (parts == SummaryParts::All)
+      summary.edges.push_back({edge.kind, edge.from, edge.target.str(),
+                               edge.line, edge.modulePrefix, edge.alias.str()});
+  }
+  if (parts == SummaryParts::IR) {
+    summary.encodedEdges = edgeBytes.drop_back(r.rest().size());
+    summary.numEncodedEdges = numEdges;
   }
   summary.tests.resize(r.count());
   for (TestSummary &test : summary.tests) {
@@ -365,6 +398,31 @@ fastci::python::deserializeSummary(StringRef buffer) {
     warning.line = r.u32();
     warning.column = r.u32();
     warning.message = r.str();
+  }
+  summary.parseError = r.u8() & 1;
+  summary.moduleNames = r.strings();
+  if (!r.ok() || !r.atEnd())
+    return llvm::createStringError("truncated or corrupted summary");
+  // Local ids must point backwards (parents precede children) or the
+  // importer would index out of range.
+  for (size_t i = 0; i < summary.entities.size(); ++i)
+    if (!isValidLocal(summary.entities[i].parent, i))
+      return llvm::createStringError("bad entity parent");
+  // A file item's entry is the module.
+  for (const TestSummary &test : summary.tests)
+    if (!isValidLocal(test.entry, summary.entities.size()))
+      return llvm::createStringError("bad test entry");
+  return llvm::Error::success();
+}
+
+llvm::Error readLinkSection(StringRef bytes, FileSummary &summary) {
+  Reader r(bytes);
+  // Its per-entity and per-edge records belong to the IR section's.
+  if (r.count() != summary.entities.size())
+    return llvm::createStringError("link section of another summary");
+  for (EntitySummary &entity : summary.entities) {
+    entity.name = r.str();
+    entity.parameters = r.strings();
   }
   summary.pytestEntities.resize(r.count());
   for (PytestEntitySummary &facts : summary.pytestEntities) {
@@ -391,31 +449,79 @@ fastci::python::deserializeSummary(StringRef buffer) {
   }
   if (!readMarks(r, summary.moduleMarks))
     return llvm::createStringError("bad mark");
-  uint8_t fileFlags = r.u8();
-  summary.parseError = fileFlags & 1;
-  summary.dynamicTests = fileFlags & 2;
-  summary.moduleNames = r.strings();
+  summary.dynamicTests = r.u8() & 1;
   if (!r.ok() || !r.atEnd())
     return llvm::createStringError("truncated or corrupted summary");
-  // Local ids must point backwards (parents precede children) or the
-  // importer would index out of range.
-  auto validLocal = [&](LocalId id, size_t limit) {
-    return id == kModuleScope || (id >= 0 && static_cast<size_t>(id) < limit);
-  };
-  for (size_t i = 0; i < summary.entities.size(); ++i)
-    if (!validLocal(summary.entities[i].parent, i))
-      return llvm::createStringError("bad entity parent");
-  for (const EdgeSummary &edge : summary.edges)
-    if (!validLocal(edge.from, summary.entities.size()) ||
-        edge.modulePrefix > edge.target.size())
-      return llvm::createStringError("bad edge");
   for (const PytestEntitySummary &facts : summary.pytestEntities)
     if (facts.entity < 0 ||
         static_cast<size_t>(facts.entity) >= summary.entities.size())
       return llvm::createStringError("bad pytest entity");
-  // A file item's entry is the module.
-  for (const TestSummary &test : summary.tests)
-    if (!validLocal(test.entry, summary.entities.size()))
-      return llvm::createStringError("bad test entry");
+  return llvm::Error::success();
+}
+
+/// The IR and link sections of a summary's binary form.
+llvm::Expected<std::pair<StringRef, StringRef>>
+splitSections(StringRef buffer) {
+  Reader r(buffer);
+  if (r.u32() != kSummaryMagic || r.u32() != kSummaryVersion)
+    return llvm::createStringError("not a summary of this format version");
+  uint32_t irLength = r.u32();
+  StringRef sections = buffer.drop_front(12);
+  if (!r.ok() || sections.size() < irLength)
+    return llvm::createStringError("truncated or corrupted summary");
+  return std::make_pair(sections.take_front(irLength),
+                        sections.drop_front(irLength));
+}
+} // namespace
+
+std::string fastci::python::serializeSummary(const FileSummary &summary) {
+  std::string out;
+  Writer w(out);
+  w.u32(kSummaryMagic);
+  w.u32(kSummaryVersion);
+  // The IR section's length, known once it is written.
+  size_t lengthAt = out.size();
+  w.u32(0);
+  writeIRSection(w, summary);
+  llvm::support::endian::write32le(&out[lengthAt],
+                                   out.size() - lengthAt - sizeof(uint32_t));
+  writeLinkSection(w, summary);
+  return out;
+}
+
+llvm::Expected<FileSummary>
+fastci::python::deserializeSummary(StringRef buffer, SummaryParts parts) {
+  auto sections = splitSections(buffer);
+  if (!sections)
+    return sections.takeError();
+  FileSummary summary;
+  if (llvm::Error error = readIRSection(sections->first, parts, summary))
+    return error;
+  if (parts == SummaryParts::All)
+    if (llvm::Error error = readLinkSection(sections->second, summary))
+      return error;
   return summary;
+}
+
+llvm::Error fastci::python::deserializeLinkFacts(StringRef buffer,
+                                                 FileSummary &summary) {
+  auto sections = splitSections(buffer);
+  if (!sections)
+    return sections.takeError();
+  return readLinkSection(sections->second, summary);
+}
+
+void fastci::python::forEachEdge(
+    const FileSummary &summary,
+    llvm::function_ref<void(const EdgeRef &)> visit) {
+  for (const EdgeSummary &edge : summary.edges)
+    visit({edge.kind, edge.from, edge.target, edge.line, edge.modulePrefix,
+           edge.alias});
+  // Checked when they were read (readIRSection).
+  Reader r(summary.encodedEdges);
+  for (uint32_t i = 0; i < summary.numEncodedEdges; ++i) {
+    EdgeRef edge;
+    readEdge(r, edge);
+    visit(edge);
+  }
 }

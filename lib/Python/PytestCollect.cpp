@@ -1076,18 +1076,19 @@ static bool dependsOnOtherFiles(StringRef moduleName,
     for (const std::string &base : facts.bases)
       if (!base.empty() && !isInertBase(base) && !local.contains(base))
         return true;
-  for (const EdgeSummary &edge : summary.edges) {
+  bool importsNames = false;
+  forEachEdge(summary, [&](const EdgeRef &edge) {
     if (edge.kind != EdgeKind::Import || edge.from != kModuleScope ||
         !edge.modulePrefix || edge.modulePrefix >= edge.target.size())
-      continue;
+      return;
     // Only imports of names from the standard library's unittest cannot
     // bind a repository class.
-    StringRef module = StringRef(edge.target).take_front(edge.modulePrefix);
+    StringRef module = edge.target.take_front(edge.modulePrefix);
     if (module != "unittest" && !module.starts_with("unittest.") &&
         module != "pytest")
-      return true;
-  }
-  return false;
+      importsNames = true;
+  });
+  return importsNames;
 }
 
 /// True when a conftest.py may give the tests below it fixtures: it
@@ -1096,9 +1097,11 @@ static bool providesFixtures(const FileSummary &summary) {
   for (const EntitySummary &entity : summary.entities)
     if (entity.isFixture && entity.parent == kModuleScope)
       return true;
-  return llvm::any_of(summary.edges, [](const EdgeSummary &edge) {
-    return edge.kind == EdgeKind::Import && edge.from == kModuleScope;
+  bool imports = false;
+  forEachEdge(summary, [&](const EdgeRef &edge) {
+    imports |= edge.kind == EdgeKind::Import && edge.from == kModuleScope;
   });
+  return imports;
 }
 
 LinkResult fastci::python::linkPytestItems(

@@ -184,9 +184,9 @@ detail::getModuleBindings(const FileSummary &summary) {
     if (entity.parent == kModuleScope)
       bindings[entity.name].push_back(
           {entity.range.startLine, static_cast<LocalId>(id), {}});
-  for (const EdgeSummary &edge : summary.edges) {
+  forEachEdge(summary, [&](const EdgeRef &edge) {
     if (edge.kind != EdgeKind::Import || edge.from != kModuleScope)
-      continue;
+      return;
     StringRef target = edge.target;
     if (!edge.alias.empty()) {
       // `from m import x as y` and `import a.b as y` bind y to the target.
@@ -201,7 +201,7 @@ detail::getModuleBindings(const FileSummary &summary) {
       StringRef head = target.split('.').first;
       bindings[head].push_back({edge.line, kModuleScope, head.str()});
     }
-  }
+  });
   for (auto &entry : bindings)
     llvm::stable_sort(entry.second, [](const Binding &a, const Binding &b) {
       return a.line < b.line;

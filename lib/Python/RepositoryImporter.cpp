@@ -123,7 +123,13 @@ public:
   LogicalResult run();
 
 private:
-  FileResult processFile(const SourceFile &file) const;
+  /// Summarizes \p file, from the cache when \p useCache and its entry is
+  /// current; a cached summary holds only SummaryParts::IR.
+  FileResult processFile(const SourceFile &file, bool useCache = true) const;
+  /// Adds to the cached summaries the part that only the link reads; a file
+  /// whose entry turns out damaged is parsed again.
+  void completeCachedSummaries(llvm::ArrayRef<SourceFile> files,
+                               std::vector<FileResult> &results) const;
   /// Replaces the cache with this run's files; \p link is null when the
   /// link was skipped (nothing changed). The file is written on the
   /// returned thread, while the IR is built: \p files, \p results and the
@@ -178,15 +184,19 @@ Attribute floorOverridesAttr(const FloorOverrides &floors) {
 }
 } // namespace
 
-FileResult Importer::processFile(const SourceFile &file) const {
+FileResult Importer::processFile(const SourceFile &file, bool useCache) const {
   FileResult result;
   // A file whose size and modification time are what the cache recorded is
   // not opened at all.
-  const SummaryCacheEntry *entry = cache ? cache->lookup(file.path) : nullptr;
+  const SummaryCacheEntry *entry =
+      cache && useCache ? cache->lookup(file.path) : nullptr;
   if (entry && entry->moduleName != file.moduleName)
     entry = nullptr;
   auto fromEntry = [&]() {
-    llvm::Expected<FileSummary> summary = deserializeSummary(entry->summary);
+    // Whether the link runs is known only once every file is looked at: the
+    // part it alone reads is added then (completeCachedSummaries).
+    llvm::Expected<FileSummary> summary =
+        deserializeSummary(entry->summary, SummaryParts::IR);
     if (!summary) {
       // A damaged entry is simply rebuilt.
       llvm::consumeError(summary.takeError());
@@ -225,6 +235,23 @@ FileResult Importer::processFile(const SourceFile &file) const {
       analyzePythonSource(source, file.path, file.moduleName, pytestConfig);
   result.parsed = true;
   return result;
+}
+
+void Importer::completeCachedSummaries(llvm::ArrayRef<SourceFile> files,
+                                       std::vector<FileResult> &results) const {
+  parallelFor(
+      0, results.size(),
+      [&](size_t i) {
+        FileResult &result = results[i];
+        if (!result.fromCache)
+          return;
+        if (llvm::Error error =
+                deserializeLinkFacts(result.cachedBytes, *result.summary)) {
+          llvm::consumeError(std::move(error));
+          result = processFile(files[i], /*useCache=*/false);
+        }
+      },
+      options.jobs);
 }
 
 std::thread Importer::writeCache(llvm::ArrayRef<SourceFile> files,
@@ -330,8 +357,13 @@ LogicalResult Importer::run() {
   module.getAttrs().set(python::attr::kRoot,
                         Attribute::getString(rootPath.str()));
   lap(stats.walkMicros);
-  if (!options.cacheDir.empty())
-    cache = SummaryCache::open(options.cacheDir, cacheKey);
+  if (!options.cacheDir.empty()) {
+    std::string problem;
+    cache = SummaryCache::open(options.cacheDir, cacheKey, &problem);
+    if (!problem.empty())
+      diag.emit(Severity::Warning, SummaryCache::getPath(options.cacheDir), 0,
+                0, "summary cache " + problem + "; parsing every file");
+  }
   lap(stats.cacheReadMicros);
 
   std::vector<FileResult> results(files.size());
@@ -376,6 +408,7 @@ LogicalResult Importer::run() {
       });
   std::optional<LinkResult> link;
   if (!unchanged) {
+    completeCachedSummaries(files, results);
     auto isFresh = [&](size_t i) { return !results[i].fromCache; };
     auto readsOf = [&](size_t i) -> std::optional<StringRef> {
       if (results[i].fromCache && results[i].cachedLinked)
@@ -418,7 +451,7 @@ LogicalResult Importer::run() {
     for (const FileResult &result : results)
       if (result.summary) {
         numEntities += 2 + result.summary->entities.size();
-        numEdges += result.summary->edges.size();
+        numEdges += getNumEdges(*result.summary);
       }
     module.reserveEntities(numEntities);
     module.reserveEdges(numEdges);
@@ -490,7 +523,7 @@ LogicalResult Importer::run() {
     auto localToId = [&](LocalId local) {
       return local == kModuleScope ? entry.moduleId : entry.ids[local];
     };
-    for (const EdgeSummary &edge : summary.edges) {
+    forEachEdge(summary, [&](const EdgeRef &edge) {
       StaticEdge staticEdge;
       staticEdge.kind = edge.kind;
       staticEdge.from = localToId(edge.from);
@@ -500,10 +533,10 @@ LogicalResult Importer::run() {
       // `from M import CONSTANT`: the module is the best target we have.
       if (staticEdge.to == kNoEntity && edge.kind == EdgeKind::Import &&
           edge.modulePrefix)
-        staticEdge.to = module.lookupEntity(
-            StringRef(edge.target).take_front(edge.modulePrefix));
+        staticEdge.to =
+            module.lookupEntity(edge.target.take_front(edge.modulePrefix));
       module.addEdge(staticEdge);
-    }
+    });
     for (TestSummary &testSummary : summary.tests) {
       if (module.lookupTest(testSummary.nodeId) != kNoTest)
         continue;

@@ -24,7 +24,8 @@ namespace endian = llvm::support::endian;
 
 namespace {
 constexpr uint32_t kCacheMagic = 0x43534346; // "FCSC"
-constexpr uint32_t kCacheVersion = 2;
+// 3: summaries in an IR and a link section (FileSummary.cpp).
+constexpr uint32_t kCacheVersion = 3;
 constexpr const char *kCacheFile = "summaries.fcsc";
 /// Modification times this close to the cache's write are not trusted:
 /// file systems with coarse timestamps (and a write in the same tick)
@@ -36,12 +37,6 @@ uint64_t hashBytes(StringRef bytes) {
       reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()));
 }
 
-std::string getCachePath(StringRef dir) {
-  llvm::SmallString<256> path(dir);
-  llvm::sys::path::append(path, kCacheFile);
-  return std::string(path);
-}
-
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -49,18 +44,38 @@ int64_t nowNs() {
 }
 } // namespace
 
-SummaryCache SummaryCache::open(StringRef dir, uint64_t key) {
+std::string SummaryCache::getPath(StringRef dir) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, kCacheFile);
+  return std::string(path);
+}
+
+SummaryCache SummaryCache::open(StringRef dir, uint64_t key,
+                                std::string *problem) {
   SummaryCache cache;
-  auto buffer = llvm::MemoryBuffer::getFile(getCachePath(dir), /*IsText=*/false,
+  auto buffer = llvm::MemoryBuffer::getFile(getPath(dir), /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     return cache;
+  auto fail = [&](std::string why) {
+    if (problem)
+      *problem = std::move(why);
+    return SummaryCache();
+  };
   StringRef data = (*buffer)->getBuffer();
   if (data.size() < 36)
-    return cache;
+    return fail("truncated");
+  // The version first, so that a cache of another build is named as such
+  // (its layout past the header may differ).
+  if (endian::read32le(data.data()) != kCacheMagic)
+    return fail("not a summary cache");
+  if (uint32_t version = endian::read32le(data.data() + 4);
+      version != kCacheVersion)
+    return fail("of format version " + std::to_string(version) +
+                ", this build reads " + std::to_string(kCacheVersion));
   StringRef body = data.drop_back(8);
   if (endian::read64le(data.end() - 8) != hashBytes(body))
-    return cache;
+    return fail("damaged or truncated (checksum mismatch)");
   const char *p = body.data(), *end = body.end();
   auto u32 = [&](uint32_t &out) {
     if (end - p < 4)
@@ -86,9 +101,9 @@ SummaryCache SummaryCache::open(StringRef dir, uint64_t key) {
   };
   uint32_t magic, version, count;
   uint64_t storedKey, written;
+  // (A cache made under another pytest configuration is not a problem.)
   if (!u32(magic) || !u32(version) || !u64(storedKey) || !u64(written) ||
-      !u32(count) || magic != kCacheMagic || version != kCacheVersion ||
-      storedKey != key)
+      !u32(count) || storedKey != key)
     return cache;
   struct Pending {
     SummaryCacheEntry entry;
@@ -104,7 +119,7 @@ SummaryCache SummaryCache::open(StringRef dir, uint64_t key) {
     if (!str(next.entry.path) || !str(next.entry.moduleName) || !u64(size) ||
         !u64(mtime) || !u64(next.entry.contentHash) || !u64(next.offset) ||
         !u32(next.length) || !u32(linked) || !str(next.entry.linkReads))
-      return cache;
+      return fail("damaged (bad entry)");
     next.entry.linked = linked != 0;
     next.entry.size = size;
     next.entry.mtimeNs = static_cast<int64_t>(mtime);
@@ -113,7 +128,7 @@ SummaryCache SummaryCache::open(StringRef dir, uint64_t key) {
   StringRef blob(p, end - p);
   for (Pending &next : pending) {
     if (next.offset > blob.size() || blob.size() - next.offset < next.length)
-      return SummaryCache();
+      return fail("damaged (bad entry)");
     next.entry.summary = blob.substr(next.offset, next.length);
     cache.entries[next.entry.path] = next.entry;
   }
@@ -196,7 +211,7 @@ llvm::Error SummaryCache::write(StringRef dir, uint64_t key,
       return llvm::errorCodeToError(ec);
     }
   }
-  if (std::error_code ec = llvm::sys::fs::rename(tempPath, getCachePath(dir))) {
+  if (std::error_code ec = llvm::sys::fs::rename(tempPath, getPath(dir))) {
     llvm::sys::fs::remove(tempPath);
     return llvm::errorCodeToError(ec);
   }

@@ -13,6 +13,7 @@
 #define FASTCI_PYTHON_FILESUMMARY_H
 
 #include "fastci/IR/Module.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include <cstdint>
@@ -73,6 +74,17 @@ struct EdgeSummary {
   /// Imports: the name an `as` clause binds (`TC` for `from unittest import
   /// TestCase as TC`, `fb` for `import foo.bar as fb`), "" without one.
   std::string alias;
+};
+
+/// An edge as the IR build reads it: an EdgeSummary of FileSummary::edges,
+/// or one still in the cache's bytes (FileSummary::encodedEdges).
+struct EdgeRef {
+  EdgeKind kind = EdgeKind::Call;
+  LocalId from = kModuleScope;
+  llvm::StringRef target;
+  uint32_t line = 0;
+  uint32_t modulePrefix = 0;
+  llvm::StringRef alias;
 };
 
 /// A scalar value of a `fastci` marker's workload dictionary.
@@ -228,6 +240,13 @@ struct FileSummary {
   /// Entities in pre-order (parents before children, source order).
   std::vector<EntitySummary> entities;
   std::vector<EdgeSummary> edges;
+  /// Set instead of `edges` by deserializeSummary(SummaryParts::IR): the
+  /// edges left in their binary form, checked but not decoded (a warm run
+  /// has a hundred thousand of them, each a string the IR interns anyway,
+  /// and the link reads only module-level imports). They point into the
+  /// caller's buffer: read them with forEachEdge.
+  llvm::StringRef encodedEdges;
+  uint32_t numEncodedEdges = 0;
   std::vector<TestSummary> tests;
   std::vector<FileWarning> warnings;
   /// Pytest facts of classes and test functions, in entity order, and the
@@ -247,12 +266,39 @@ struct FileSummary {
   bool dynamicTests = false;
 };
 
+/// The number of edges of \p summary, decoded or not.
+inline size_t getNumEdges(const FileSummary &summary) {
+  return summary.edges.size() + summary.numEncodedEdges;
+}
+
+/// Calls \p visit for every edge of \p summary in order, decoded or not.
+void forEachEdge(const FileSummary &summary,
+                 llvm::function_ref<void(const EdgeRef &)> visit);
+
 /// Serializes \p summary in the cache's binary form.
 std::string serializeSummary(const FileSummary &summary);
 
+/// The parts of a summary that deserializeSummary reads.
+enum class SummaryParts : uint8_t {
+  /// Everything.
+  All,
+  /// What the IR is built from, the edges left encoded (encodedEdges).
+  /// Left empty: what only linkPytestItems reads (EntitySummary::name and
+  /// ::parameters, pytestEntities, moduleMarks, dynamicTests);
+  /// deserializeLinkFacts adds it when the link runs.
+  IR,
+};
+
 /// Reads back what serializeSummary wrote; a truncated, corrupted or
-/// foreign buffer is an error (the caller then reparses the file).
-llvm::Expected<FileSummary> deserializeSummary(llvm::StringRef buffer);
+/// foreign buffer is an error (the caller then reparses the file). With
+/// SummaryParts::IR the link-only part is neither read nor checked.
+llvm::Expected<FileSummary>
+deserializeSummary(llvm::StringRef buffer,
+                   SummaryParts parts = SummaryParts::All);
+
+/// Adds to \p summary, read from \p buffer with SummaryParts::IR, the part
+/// that was left out (its edges stay encoded); a damaged part is an error.
+llvm::Error deserializeLinkFacts(llvm::StringRef buffer, FileSummary &summary);
 
 } // namespace fastci::python
 

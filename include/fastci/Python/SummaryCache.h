@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 namespace fastci::python {
 
@@ -44,8 +45,13 @@ struct SummaryCacheEntry {
 class SummaryCache {
 public:
   /// Maps `<dir>/summaries.fcsc`. A missing, truncated, corrupted or
-  /// foreign file (another format version, another \p key) reads as empty.
-  static SummaryCache open(llvm::StringRef dir, uint64_t key);
+  /// foreign file (another format version, another \p key) reads as empty;
+  /// for one that exists but is truncated, corrupted or of another format
+  /// version, \p problem (when given) says which.
+  static SummaryCache open(llvm::StringRef dir, uint64_t key,
+                           std::string *problem = nullptr);
+  /// The path of the cache file in \p dir.
+  static std::string getPath(llvm::StringRef dir);
 
   /// The entry of \p path, or null.
   const SummaryCacheEntry *lookup(llvm::StringRef path) const;

@@ -78,3 +78,91 @@ TEST(SummaryTest, RoundTripsAndRejectsDamage) {
     llvm::consumeError(truncated.takeError());
   }
 }
+
+TEST(SummaryTest, ReadsTheIRSectionAloneAndTheLinkFactsLater) {
+  FileSummary summary = analyzePythonSource("import unittest as ut\n"
+                                            "from pkg.base import Base\n"
+                                            "class TestA(Base):\n"
+                                            "    @pytest.mark.slow\n"
+                                            "    def test_f(self, dev):\n"
+                                            "        return ut.main()\n",
+                                            "pkg/test_a.py", "pkg.test_a");
+  ASSERT_FALSE(summary.edges.empty());
+  ASSERT_FALSE(summary.pytestEntities.empty());
+  std::string bytes = serializeSummary(summary);
+
+  // The IR section alone: edges left encoded, link-only facts empty.
+  llvm::Expected<FileSummary> ir = deserializeSummary(bytes, SummaryParts::IR);
+  ASSERT_TRUE(static_cast<bool>(ir)) << llvm::toString(ir.takeError());
+  EXPECT_TRUE(ir->edges.empty());
+  EXPECT_EQ(getNumEdges(*ir), summary.edges.size());
+  EXPECT_TRUE(ir->pytestEntities.empty());
+  EXPECT_EQ(ir->entities.size(), summary.entities.size());
+  EXPECT_TRUE(ir->entities[0].name.empty());
+  EXPECT_EQ(ir->entities[0].qualname, summary.entities[0].qualname);
+  size_t index = 0;
+  forEachEdge(*ir, [&](const EdgeRef &edge) {
+    ASSERT_LT(index, summary.edges.size());
+    const EdgeSummary &expected = summary.edges[index++];
+    EXPECT_EQ(edge.kind, expected.kind);
+    EXPECT_EQ(edge.from, expected.from);
+    EXPECT_EQ(edge.target, expected.target);
+    EXPECT_EQ(edge.line, expected.line);
+    EXPECT_EQ(edge.modulePrefix, expected.modulePrefix);
+    EXPECT_EQ(edge.alias, expected.alias);
+  });
+  EXPECT_EQ(index, summary.edges.size());
+
+  // With the link facts added it is the whole summary again.
+  llvm::Error error = deserializeLinkFacts(bytes, *ir);
+  ASSERT_FALSE(static_cast<bool>(error)) << llvm::toString(std::move(error));
+  EXPECT_EQ(serializeSummary(*ir), bytes);
+
+  // A damaged link section fails only the link facts; the IR section
+  // still reads (a warm run whose link is skipped never looks at it).
+  std::string damaged = bytes;
+  damaged.back() = '\x7f'; // the flags byte ending the link section
+  damaged += "x";
+  EXPECT_TRUE(static_cast<bool>(deserializeSummary(damaged, SummaryParts::IR)));
+  llvm::Expected<FileSummary> full = deserializeSummary(damaged);
+  EXPECT_FALSE(static_cast<bool>(full));
+  llvm::consumeError(full.takeError());
+  llvm::Expected<FileSummary> partial =
+      deserializeSummary(damaged, SummaryParts::IR);
+  ASSERT_TRUE(static_cast<bool>(partial));
+  llvm::Error linkError = deserializeLinkFacts(damaged, *partial);
+  EXPECT_TRUE(static_cast<bool>(linkError));
+  llvm::consumeError(std::move(linkError));
+
+  // Another format version is refused by both.
+  std::string foreign = bytes;
+  foreign[4] ^= 1;
+  llvm::Expected<FileSummary> old =
+      deserializeSummary(foreign, SummaryParts::IR);
+  EXPECT_FALSE(static_cast<bool>(old));
+  llvm::consumeError(old.takeError());
+
+  // Every truncation of the IR section is an error, never a crash; one of
+  // the link section fails the link facts alone.
+  for (size_t length = 0; length < bytes.size(); ++length) {
+    llvm::StringRef prefix = llvm::StringRef(bytes).take_front(length);
+    llvm::Expected<FileSummary> truncated =
+        deserializeSummary(prefix, SummaryParts::IR);
+    if (!truncated) {
+      llvm::consumeError(truncated.takeError());
+      continue;
+    }
+    llvm::Error facts = deserializeLinkFacts(prefix, *truncated);
+    EXPECT_TRUE(static_cast<bool>(facts)) << length;
+    llvm::consumeError(std::move(facts));
+  }
+
+  // An edge whose module prefix is longer than its target is refused when
+  // read, so that forEachEdge can trust what it walks.
+  FileSummary bad;
+  bad.edges.push_back({EdgeKind::Import, kModuleScope, "m", 1, 5, ""});
+  llvm::Expected<FileSummary> badEdge =
+      deserializeSummary(serializeSummary(bad), SummaryParts::IR);
+  EXPECT_FALSE(static_cast<bool>(badEdge));
+  llvm::consumeError(badEdge.takeError());
+}
