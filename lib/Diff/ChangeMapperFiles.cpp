@@ -120,7 +120,8 @@ std::optional<std::string>
 ChangeMapper::Impl::getFixtureOnlyChange(const FileDiff &file) {
   // A function-scoped fixture runs in every test that requests it, so the
   // evidence recorded before the change names all the tests a change to
-  // its body or decorator can affect. A module-level change, a hook, a
+  // its body can affect. A change to its decorator, a module-level change,
+  // a hook, a
   // helper (hooks may call it outside any test), an added fixture (it may
   // override a plugin's or a parent conftest's of the same name for tests
   // whose evidence shows only that one), a scoped fixture (later tests of
@@ -153,6 +154,14 @@ ChangeMapper::Impl::getFixtureOnlyChange(const FileDiff &file) {
     std::string after = getDecoratorText(newText.lines, entity.range.startLine);
     if (!isFunctionScoped(before) || StringRef(before).contains("autouse") ||
         StringRef(after).contains("autouse"))
+      return std::nullopt;
+    // A decorator line runs when the conftest is imported, and line
+    // coverage counts it for every test that runs code of the file.
+    if (llvm::any_of(
+            change.lines,
+            [&](uint32_t line) { return line < entity.range.startLine; }) ||
+        llvm::any_of(change.removedLines,
+                     [&](uint32_t line) { return line < oldDef; }))
       return std::nullopt;
     fixtures.push_back(change.qualName);
   }

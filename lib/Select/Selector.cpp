@@ -52,8 +52,8 @@ llvm::StringRef fastci::stringifySelectionRule(SelectionRule rule) {
     return "import-time";
   case SelectionRule::ModuleName:
     return "module-name";
-  case SelectionRule::ModuleImport:
-    return "module-import";
+  case SelectionRule::ModuleCode:
+    return "module-code";
   case SelectionRule::SampledCaller:
     return "sampled-caller";
   case SelectionRule::StaticReach:
@@ -125,7 +125,7 @@ private:
   void applyChange(const RelevantChange &change);
   bool applyParseError(const RelevantChange &change);
   bool applyModuleNames(const RelevantChange &change, llvm::StringRef scope);
-  bool applyModuleImports(const RelevantChange &change);
+  bool applyModuleCode(const RelevantChange &change);
   bool applyImportTime(const RelevantChange &change);
   bool selectImporters(EntityId moduleEntity, const std::string &what);
   llvm::DenseSet<EntityId> getImporters(EntityId moduleEntity);
@@ -692,7 +692,7 @@ void Selector::applyChange(const RelevantChange &change) {
     // imports of the module, no package fallback (a name nobody reads
     // selects nothing, and is no warning).
     applyModuleNames(change, record.symbol);
-    applyModuleImports(change);
+    applyModuleCode(change);
     return;
   } else if (change.level == ModuleLevel::Effect) {
     fullRegion = changes.getRegion(change.entity);
@@ -706,6 +706,12 @@ void Selector::applyChange(const RelevantChange &change) {
       module.getEntity(change.entity).kind == EntityKind::Class &&
       hasNames(getModuleOf(change.entity)) &&
       applyModuleNames(change, record.symbol))
+    reached = true;
+  // They run in the module's body, like the module's own lines.
+  if (lookupString(record.attrs, diff::attr::kModuleLevel) &&
+      change.entity != kNoEntity &&
+      module.getEntity(change.entity).kind == EntityKind::Class &&
+      applyModuleCode(change))
     reached = true;
 
   llvm::DenseSet<TestId> executing;
@@ -1112,47 +1118,55 @@ bool Selector::applyModuleNames(const RelevantChange &change,
   return any;
 }
 
-bool Selector::applyModuleImports(const RelevantChange &change) {
-  // An import statement is more than a binding: it loads the modules it
-  // names (their bodies run in every process that gets this far) and fails
-  // on a name the target does not bind, breaking the module's import. What
-  // it binds are globals of the module, which any of the module's code may
-  // read; parse-python's `names` see `X.attr` and calls of `X`, not every
-  // use (`globals()`, decorators applied at import, re-exports read through
-  // the package). So the observers are the processes that import the
-  // module and the tests that run its code — not every test whose test
-  // file imports the package at collection, where nothing of the module
-  // runs for that test.
+bool Selector::applyModuleCode(const RelevantChange &change) {
+  // A module's own lines run when its body does, in every process that
+  // imports it, and what they bind are globals that any code of the module
+  // may read: parse-python's `names` see `X.attr` and calls of `X`, not
+  // every use (a default argument, `globals()`, a decorator applied at
+  // import, a re-export read through the package). An import does more: it
+  // loads the modules it names and fails on a name the target lacks. A
+  // class's own lines (header, attributes) run in the same module body. So
+  // the observers are the tests that run code of the module, the processes
+  // that import it, and the tests whose evidence ran its body; not every
+  // test whose test file imports the package at collection, where nothing
+  // of the module runs for that test. This is what line coverage counts
+  // for such a line (docs/Evaluation.md), and it keeps "a version string
+  // nobody reads selects nothing" for modules whose code no test runs.
   EntityId owner = getModuleOf(change.entity);
-  if (change.imports.empty() || owner == kNoEntity)
+  if (owner == kNoEntity)
     return false;
+  const Change &record = changes.getRecord(change);
   std::string name = quoteSymbol(module.getEntity(owner).symbol);
-  std::string imports =
-      "changed import statements (" + llvm::join(change.imports, ", ") + ")";
+  std::string what;
+  if (!change.imports.empty())
+    what = "its changed import statements (" +
+           llvm::join(change.imports, ", ") +
+           ") run at import, load modules and bind globals that code may "
+           "read";
+  else if (change.entity != owner)
+    what = "the changed own lines of " + quoteSymbol(record.symbol) +
+           " run at import and bind what that code may read";
+  else
+    what = "its changed module-level code runs at import and binds globals "
+           "that code may read";
   bool any = false;
+  auto offer = [&](TestId test, const std::string &how) {
+    any = true;
+    verdicts[test].offer(SelectionRule::ModuleCode,
+                         [&] { return "module-code: " + how + "; " + what; });
+  };
   for (const ChangeExecution &execution :
-       ChangeSet::getExecutions(graph, changes.getRegion(owner))) {
-    any = true;
-    verdicts[execution.test].offer(SelectionRule::ModuleImport, [&] {
-      return "module-import: it runs " +
-             quoteSymbol(module.getEntity(execution.hottest).symbol) + " of " +
-             name + ", whose " + imports + " bind the globals its code reads";
-    });
-  }
-  for (TestId test : graph.getTestsImporting(owner)) {
-    any = true;
-    verdicts[test].offer(SelectionRule::ModuleImport, [&] {
-      return "module-import: its recorded processes import " + name +
-             ", running its " + imports;
-    });
-  }
-  for (TestId test : graph.getTestsRunningAtImport(owner)) {
-    any = true;
-    verdicts[test].offer(SelectionRule::ModuleImport, [&] {
-      return "module-import: its evidence ran the body of " + name +
-             ", with its " + imports;
-    });
-  }
+       ChangeSet::getExecutions(graph, changes.getRegion(owner)))
+    offer(execution.test,
+          execution.hottest == owner
+              ? "its evidence ran the body of " + name
+              : "it runs " +
+                    quoteSymbol(module.getEntity(execution.hottest).symbol) +
+                    " of " + name);
+  for (TestId test : graph.getTestsImporting(owner))
+    offer(test, "its recorded processes import " + name);
+  for (TestId test : graph.getTestsRunningAtImport(owner))
+    offer(test, "its evidence ran the body of " + name);
   return any;
 }
 

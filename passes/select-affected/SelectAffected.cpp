@@ -111,9 +111,9 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
   Statistic byModuleName{this, "rule-module-name",
                          "Tests selected because they run code reading a "
                          "changed module-level name"};
-  Statistic byModuleImport{this, "rule-module-import",
-                           "Tests selected because they run code of a module "
-                           "whose import statements changed"};
+  Statistic byModuleCode{this, "rule-module-code",
+                         "Tests selected because they run code of a module "
+                         "whose module-level code changed"};
   Statistic bySampledCaller{this, "rule-sampled-caller",
                             "Tests selected through a sampled caller"};
   Statistic byStaticReach{this, "rule-static-reach",
@@ -149,10 +149,10 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
     numChanges += stats.changes;
     numUnreached += stats.unreachedChanges;
     Statistic *byRule[] = {
-        &byPolicyAll,   &byChangedTest, &byParseError,   &byMissing,
-        &byStale,       &byUnverified,  &byReferenced,   &byReadsFile,
-        &byImportTime,  &byModuleName,  &byModuleImport, &bySampledCaller,
-        &byStaticReach, &bySamePackage, &byTestEntry,    &byExecutes};
+        &byPolicyAll,   &byChangedTest, &byParseError, &byMissing,
+        &byStale,       &byUnverified,  &byReferenced, &byReadsFile,
+        &byImportTime,  &byModuleName,  &byModuleCode, &bySampledCaller,
+        &byStaticReach, &bySamePackage, &byTestEntry,  &byExecutes};
     static_assert(std::size(byRule) == kNumSelectionRules - 1,
                   "one statistic per selecting rule");
     for (auto [index, statistic] : llvm::enumerate(byRule))

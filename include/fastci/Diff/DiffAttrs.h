@@ -115,9 +115,7 @@ inline constexpr llvm::StringLiteral kDefines = "defines";
 /// statements import (`import x`, `from .m import y`, and `if`/`try` blocks
 /// of them): the modules imported, as written (`x`, `.m`, `.m.y`). An import
 /// does work beyond binding (it may load modules, it fails on a name the
-/// target lacks) and binds globals the module's own code reads, so
-/// select-affected adds every test that runs code of the module (rule
-/// `module-import`).
+/// target lacks); select-affected's reasons (rule `module-code`) name them.
 inline constexpr llvm::StringLiteral kChangedImports = "changed_imports";
 
 /// String, on a change with module_level: the first changed statement that

@@ -52,10 +52,10 @@ enum class SelectionRule : uint8_t {
   /// The test runs code that reads a name a changed module-level
   /// definition binds.
   ModuleName,
-  /// The test runs code of (or its processes import) a module whose
-  /// changed module-level import statements bind the globals that code
-  /// reads.
-  ModuleImport,
+  /// The test runs code of (or its processes import) a module whose own
+  /// lines (module-level statements, a class's header or attributes)
+  /// changed: they run at import and bind globals that code may read.
+  ModuleCode,
   /// The test sampled a caller that statically calls changed code which no
   /// sample shows (too short for the sampling rate).
   SampledCaller,
