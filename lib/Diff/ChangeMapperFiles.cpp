@@ -223,14 +223,11 @@ void ChangeMapper::Impl::mapDirectoryTests(const FileDiff &file,
                            .str()));
 }
 
-void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
-                                   ChangedFile &record) {
-  std::string all =
-      "the policy selects every test for " + rule.category + " files";
-  if (rule.ignoreSections.empty())
-    return forceAll(record, all);
-  if (file.isBinary)
-    return forceAll(record, all + " (a binary patch)");
+detail::VisitStop ChangeMapper::Impl::forEachChangedLine(
+    const FileDiff &file,
+    llvm::function_ref<bool(const DiffLine &, bool, llvm::ArrayRef<StringRef>,
+                            uint32_t)>
+        visit) {
   // Removed lines are located in the old text, added ones in the new.
   if (!file.oldPath.empty())
     diffByOldPath.try_emplace(file.oldPath, &file);
@@ -240,36 +237,56 @@ void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
       file.newPath.empty() ? nullptr : &getNewText(file.newPath);
   const SourceText *oldText =
       file.oldPath.empty() ? nullptr : &getOldText(file.oldPath);
-  std::vector<std::string> ignored;
   for (const Hunk &hunk : file.hunks)
     for (const DiffLine &line : hunk.lines) {
       if (line.kind == ' ')
         continue;
       bool added = line.kind == '+';
       const SourceText *text = added ? newText : oldText;
-      uint32_t number = added ? line.newLine : line.oldLine;
       if (!text || !text->text)
-        return forceAll(record, all + " (its " + (added ? "new" : "old") +
-                                    " text is not available)");
-      ConfigLine where = locateConfigLine(text->lines, number);
-      if (where.insignificant)
-        continue;
-      // `+pattern` ignores only added lines there: a removed marker
-      // description fails the tests using it under --strict-markers.
-      if (llvm::none_of(rule.ignoreSections, [&](StringRef pattern) {
-            return (added || !pattern.starts_with("+")) &&
-                   matchConfigSection(pattern.ltrim('+'), where);
-          }))
-        return forceAll(record,
-                        llvm::formatv("{0} (line {1} {2} '{3}')", all, number,
-                                      added ? "changes" : "removes",
-                                      where.getPath().empty()
-                                          ? line.text.trim().str()
-                                          : where.getPath())
-                            .str());
-      if (!llvm::is_contained(ignored, where.getPath()))
-        ignored.push_back(where.getPath());
+        return VisitStop::NoText;
+      if (!visit(line, added, text->lines, added ? line.newLine : line.oldLine))
+        return VisitStop::Visitor;
     }
+  return VisitStop::None;
+}
+
+void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
+                                   ChangedFile &record) {
+  std::string all =
+      "the policy selects every test for " + rule.category + " files";
+  if (rule.ignoreSections.empty())
+    return forceAll(record, all);
+  if (file.isBinary)
+    return forceAll(record, all + " (a binary patch)");
+  std::vector<std::string> ignored;
+  std::string blocking;
+  VisitStop stop = forEachChangedLine(file, [&](const DiffLine &line,
+                                                bool added,
+                                                llvm::ArrayRef<StringRef> text,
+                                                uint32_t number) {
+    ConfigLine where = locateConfigLine(text, number);
+    if (where.insignificant)
+      return true;
+    // `+pattern` ignores only added lines there: a removed marker
+    // description fails the tests using it under --strict-markers.
+    if (llvm::none_of(rule.ignoreSections, [&](StringRef pattern) {
+          return (added || !pattern.starts_with("+")) &&
+                 matchConfigSection(pattern.ltrim('+'), where);
+        })) {
+      blocking = llvm::formatv(
+          "line {0} {1} '{2}'", number, added ? "changes" : "removes",
+          where.getPath().empty() ? line.text.trim().str() : where.getPath());
+      return false;
+    }
+    if (!llvm::is_contained(ignored, where.getPath()))
+      ignored.push_back(where.getPath());
+    return true;
+  });
+  if (stop == VisitStop::NoText)
+    return forceAll(record, all + " (a text of it is not available)");
+  if (stop == VisitStop::Visitor)
+    return forceAll(record, all + " (" + blocking + ")");
   setDecision(record, FileDecision::Ignore);
   record.attrs.set(diff::attr::kReason,
                    Attribute::getString(
@@ -292,32 +309,21 @@ bool ChangeMapper::Impl::mapManifestEntries(const FileDiff &file,
       listed.push_back(&test);
   if (listed.empty() || file.isBinary)
     return false;
-  if (!file.oldPath.empty())
-    diffByOldPath.try_emplace(file.oldPath, &file);
-  if (!file.newPath.empty())
-    diffByNewPath.try_emplace(file.newPath, &file);
-  const SourceText *newText =
-      file.newPath.empty() ? nullptr : &getNewText(file.newPath);
-  const SourceText *oldText =
-      file.oldPath.empty() ? nullptr : &getOldText(file.oldPath);
   std::vector<std::string> ids;
-  for (const Hunk &hunk : file.hunks)
-    for (const DiffLine &line : hunk.lines) {
-      if (line.kind == ' ')
-        continue;
-      bool added = line.kind == '+';
-      const SourceText *text = added ? newText : oldText;
-      if (!text || !text->text)
-        return false;
-      ManifestLine where =
-          locateManifestLine(text->lines, added ? line.newLine : line.oldLine);
-      if (where.insignificant)
-        continue;
-      if (where.id.empty())
-        return false;
-      if (!llvm::is_contained(ids, where.id))
-        ids.push_back(where.id);
-    }
+  VisitStop stop = forEachChangedLine(file, [&](const DiffLine &, bool,
+                                                llvm::ArrayRef<StringRef> text,
+                                                uint32_t number) {
+    ManifestLine where = locateManifestLine(text, number);
+    if (where.insignificant)
+      return true;
+    if (where.id.empty())
+      return false;
+    if (!llvm::is_contained(ids, where.id))
+      ids.push_back(where.id);
+    return true;
+  });
+  if (stop != VisitStop::None)
+    return false;
   // An entry that is gone has no test left to run.
   std::vector<std::string> names;
   for (const Test *test : listed)

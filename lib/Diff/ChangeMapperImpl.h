@@ -231,6 +231,9 @@ struct TouchedLines {
 /// The entities of one file version that a diff touched, in diff order.
 using TouchedEntities = llvm::MapVector<EntityId, TouchedLines>;
 
+/// Why ChangeMapper::Impl::forEachChangedLine stopped early, if it did.
+enum class VisitStop { None, Visitor, NoText };
+
 /// The last component of \p qualName (`A.f` -> `f`).
 StringRef getOwnName(StringRef qualName);
 /// The qualified name of \p qualName's parent (`A.f` -> `A`, `f` -> ``).
@@ -280,6 +283,16 @@ private:
   /// For a conftest.py whose every change modifies function-scoped,
   /// non-autouse fixtures: why evidence alone selects for it.
   std::optional<std::string> getFixtureOnlyChange(const FileDiff &file);
+  /// Calls \p visit(line, added, text, number) for every added and removed
+  /// line of \p file, with the lines of its side's text (new for added, old
+  /// for removed) and its 1-based number there. Stops when \p visit returns
+  /// false (VisitStop::Visitor) or a side's text cannot be read
+  /// (VisitStop::NoText).
+  detail::VisitStop forEachChangedLine(
+      const FileDiff &file,
+      llvm::function_ref<bool(const DiffLine &, bool, llvm::ArrayRef<StringRef>,
+                              uint32_t)>
+          visit);
   /// An `all` rule: every test, unless the rule's `ignore-sections` cover
   /// every changed line of the file.
   void mapRunAll(const FileDiff &file, const PolicyRule &rule,

@@ -42,8 +42,9 @@ TEST(ModuleLevelTest, BindingsAreDefinitions) {
   EXPECT_FALSE(edit.effect) << edit.effectStatement;
   EXPECT_EQ(edit.defines, (Names{"*", "X", "a", "b", "c", "d", "e", "g", "np",
                                  "os", "w", "z"}));
+  // Sorted and unique once finish()ed, like the names.
   EXPECT_EQ(edit.imports,
-            (Names{"os.path", "numpy", ".m", ".m.y", ".m.w", "pkg"}));
+            (Names{".m", ".m.w", ".m.y", "numpy", "os.path", "pkg"}));
 }
 
 TEST(ModuleLevelTest, GuardedImportsAreDefinitions) {
