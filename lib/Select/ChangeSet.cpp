@@ -68,28 +68,24 @@ ChangeSet::ChangeSet(const Module &module)
     llvm::StringRef file = change.file;
     if (file.empty() && change.entity < module.getNumEntities())
       file = module.getFilePath(change.entity);
-    bool whole = relevant.entity == kNoEntity ||
-                 (module.getEntity(relevant.entity).kind ==
-                      EntityKind::Module &&
-                  relevant.level != ModuleLevel::Definition);
-    if (!file.empty() && whole)
-      wholeFiles.push_back(file.str());
+    if (!file.empty())
+      changedFiles.push_back(file.str());
   }
   for (const ChangedFile &file : module.getChangedFiles())
     if (file.status == "added" || file.status == "renamed" ||
         file.status == "deleted")
-      wholeFiles.push_back(file.path.str());
-  llvm::sort(wholeFiles);
-  wholeFiles.erase(std::unique(wholeFiles.begin(), wholeFiles.end()),
-                   wholeFiles.end());
+      changedFiles.push_back(file.path.str());
+  llvm::sort(changedFiles);
+  changedFiles.erase(std::unique(changedFiles.begin(), changedFiles.end()),
+                     changedFiles.end());
 }
 
 bool ChangeSet::isChangedEntity(EntityId entity) const {
   return entity < changedEntities.size() && changedEntities[entity];
 }
 
-bool ChangeSet::changesWholeFile(llvm::StringRef path) const {
-  return std::binary_search(wholeFiles.begin(), wholeFiles.end(), path);
+bool ChangeSet::isChangedFile(llvm::StringRef path) const {
+  return std::binary_search(changedFiles.begin(), changedFiles.end(), path);
 }
 
 std::vector<EntityId> ChangeSet::getRegion(EntityId entity) const {

@@ -406,10 +406,7 @@ void Selector::applyTestRules() {
       });
     } else if (options.selectChangedTestFiles) {
       llvm::StringRef path = getTestFilePath(module, test);
-      // A changed function or class of the file, or a module-level
-      // definition, reaches its tests through their entries, evidence and
-      // module-code; the file as a whole only for what those cannot see.
-      if (!path.empty() && changes.changesWholeFile(path))
+      if (!path.empty() && changes.isChangedFile(path))
         verdict.offer(SelectionRule::ChangedTest, [&] {
           return ("its test file '" + path + "' changed").str();
         });

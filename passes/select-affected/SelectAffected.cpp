@@ -45,8 +45,7 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
       llvm::cl::init(true)};
   Option<bool> changedTestFiles{
       *this, "changed-test-files",
-      llvm::cl::desc("Select every test of a test file changed as a whole "
-                     "(added, renamed, code deleted, module-level effects)"),
+      llvm::cl::desc("Select every test of a changed test file"),
       llvm::cl::init(true)};
   Option<bool> missing{*this, "missing",
                        llvm::cl::desc("Select tests without evidence"),

@@ -91,13 +91,10 @@ public:
   }
   /// True when \p entity itself has a non-cosmetic change.
   bool isChangedEntity(EntityId entity) const;
-  /// True when a change to the file \p path may concern all of its code: a
-  /// changed_file record saying it was added, renamed or deleted, code that
-  /// no longer exists, or a change of the module's own lines that
-  /// mark-changed did not classify or found to have effects. Changes of
-  /// functions and classes, and module-level definitions, are not: rules on
-  /// the entities account for them.
-  bool changesWholeFile(llvm::StringRef path) const;
+  /// True when the file \p path has a behaviour-changing change: a
+  /// non-cosmetic entity change in it, or a changed_file record saying it
+  /// was added, renamed or deleted.
+  bool isChangedFile(llvm::StringRef path) const;
 
   /// The module the changes belong to.
   const Module &getModule() const { return module; }
@@ -116,8 +113,7 @@ private:
   std::vector<std::vector<EntityId>> children;
   std::vector<RelevantChange> changes;
   std::vector<bool> changedEntities;
-  /// Sorted paths for changesWholeFile().
-  std::vector<std::string> wholeFiles;
+  std::vector<std::string> changedFiles;
 };
 
 /// How far \p test's evidence can be trusted: its `evidence` attribute, or

@@ -51,11 +51,7 @@ TEST(ChangeSetTest, RegionsAndCosmeticChanges) {
   EXPECT_EQ(relevant.numLines, 4u);
   EXPECT_TRUE(changes.isChangedEntity(f.cls));
   EXPECT_FALSE(changes.isChangedEntity(f.g));
-  // A class's change is accounted for by its entity, not the whole file;
-  // an unclassified change of the module's own lines is not.
-  EXPECT_FALSE(changes.changesWholeFile("pkg/m.py"));
-  f.module.addChange(ChangeKind::Modified, f.mod);
-  EXPECT_TRUE(ChangeSet(f.module).changesWholeFile("pkg/m.py"));
+  EXPECT_TRUE(changes.isChangedFile("pkg/m.py"));
 }
 
 TEST(ChangeSetTest, ParentCycleDoesNotHang) {
