@@ -120,24 +120,21 @@ std::optional<std::string>
 ChangeMapper::Impl::getFixtureOnlyChange(const FileDiff &file) {
   // A function-scoped fixture runs in every test that requests it, so the
   // evidence recorded before the change names all the tests a change to
-  // its body can affect. A change to its decorator, a module-level change,
-  // a hook, a
-  // helper (hooks may call it outside any test), an added fixture (it may
-  // override a plugin's or a parent conftest's of the same name for tests
-  // whose evidence shows only that one), a scoped fixture (later tests of
-  // its scope reuse the value without running it) or an autouse one (the
-  // change may make it apply to new tests) is not.
+  // its body can affect. Not so for a change to its decorator (it runs at
+  // import, and line coverage counts it for every test that runs code of
+  // the file), a module-level change, a hook, a helper (hooks may call it
+  // outside any test), an added fixture (it may override a plugin's or a
+  // parent conftest's of the same name for tests whose evidence shows only
+  // that one), a scoped fixture (later tests of its scope reuse the value
+  // without running it) or an autouse one.
   StringRef path = file.getPath();
   const SourceText &newText = getNewText(path);
-  const SourceText &oldText =
-      getOldText(file.oldPath.empty() ? path : StringRef(file.oldPath));
-  if (!newText.text || !oldText.text)
+  if (!newText.text)
     return std::nullopt;
   std::vector<std::string> fixtures;
   for (const PendingChange &change : pending) {
-    if (change.dropped || (change.file != path && change.file != file.oldPath))
-      continue;
-    if (change.kind == ChangeKind::Cosmetic)
+    if (change.dropped || change.kind == ChangeKind::Cosmetic ||
+        (change.file != path && change.file != file.oldPath))
       continue;
     if (change.kind != ChangeKind::Modified ||
         change.entityKind != EntityKind::Function ||
@@ -147,21 +144,22 @@ ChangeMapper::Impl::getFixtureOnlyChange(const FileDiff &file) {
     Attribute fixture = entity.attrs.get(python::attr::kFixture);
     if (!fixture.isBool() || !fixture.getBool())
       return std::nullopt;
-    uint32_t oldDef = findTopLevelDef(oldText.lines, change.qualName);
-    if (!oldDef)
+    uint32_t def = entity.range.startLine;
+    if (llvm::any_of(change.lines, [&](uint32_t line) { return line < def; }))
       return std::nullopt;
-    std::string before = getDecoratorText(oldText.lines, oldDef);
-    std::string after = getDecoratorText(newText.lines, entity.range.startLine);
-    if (!isFunctionScoped(before) || StringRef(before).contains("autouse") ||
-        StringRef(after).contains("autouse"))
-      return std::nullopt;
-    // A decorator line runs when the conftest is imported, and line
-    // coverage counts it for every test that runs code of the file.
-    if (llvm::any_of(
-            change.lines,
-            [&](uint32_t line) { return line < entity.range.startLine; }) ||
-        llvm::any_of(change.removedLines,
-                     [&](uint32_t line) { return line < oldDef; }))
+    if (!change.removedLines.empty()) {
+      const SourceText &oldText =
+          getOldText(file.oldPath.empty() ? path : StringRef(file.oldPath));
+      uint32_t oldDef =
+          oldText.text ? findTopLevelDef(oldText.lines, change.qualName) : 0;
+      if (!oldDef || llvm::any_of(change.removedLines,
+                                  [&](uint32_t line) { return line < oldDef; }))
+        return std::nullopt;
+    }
+    // The decorator did not change, so its text now is its text then.
+    std::string decorators = getDecoratorText(newText.lines, def);
+    if (!isFunctionScoped(decorators) ||
+        StringRef(decorators).contains("autouse"))
       return std::nullopt;
     fixtures.push_back(change.qualName);
   }
