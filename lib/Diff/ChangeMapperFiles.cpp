@@ -257,6 +257,23 @@ void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
     return forceAll(record, all);
   if (file.isBinary)
     return forceAll(record, all + " (a binary patch)");
+  // Compiled once per file (the policy parser has checked every pattern;
+  // a GlobPattern refers to its text, which the policy keeps alive).
+  // `+pattern` ignores only added lines there: a removed marker description
+  // fails the tests using it under --strict-markers.
+  struct SectionPattern {
+    llvm::GlobPattern glob;
+    bool addedOnly;
+  };
+  std::vector<SectionPattern> patterns;
+  for (StringRef text : rule.ignoreSections) {
+    bool addedOnly = text.consume_front("+");
+    if (llvm::Expected<llvm::GlobPattern> glob =
+            llvm::GlobPattern::create(text))
+      patterns.push_back({std::move(*glob), addedOnly});
+    else
+      llvm::consumeError(glob.takeError());
+  }
   std::vector<std::string> ignored;
   std::string blocking;
   VisitStop stop = forEachChangedLine(file, [&](const DiffLine &line,
@@ -266,11 +283,9 @@ void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
     ConfigLine where = locateConfigLine(text, number);
     if (where.insignificant)
       return true;
-    // `+pattern` ignores only added lines there: a removed marker
-    // description fails the tests using it under --strict-markers.
-    if (llvm::none_of(rule.ignoreSections, [&](StringRef pattern) {
-          return (added || !pattern.starts_with("+")) &&
-                 matchConfigSection(pattern.ltrim('+'), where);
+    if (llvm::none_of(patterns, [&](const SectionPattern &pattern) {
+          return (added || !pattern.addedOnly) &&
+                 matchConfigSection(pattern.glob, where);
         })) {
       blocking = llvm::formatv(
           "line {0} {1} '{2}'", number, added ? "changes" : "removes",

@@ -7,7 +7,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ConfigSections.h"
-#include "llvm/Support/GlobPattern.h"
 
 using namespace fastci;
 using llvm::StringRef;
@@ -76,14 +75,10 @@ ConfigLine fastci::locateConfigLine(llvm::ArrayRef<StringRef> lines,
   return where;
 }
 
-bool fastci::matchConfigSection(StringRef pattern, const ConfigLine &where) {
-  llvm::Expected<llvm::GlobPattern> glob = llvm::GlobPattern::create(pattern);
-  if (!glob) {
-    llvm::consumeError(glob.takeError());
-    return false;
-  }
-  return glob->match(where.section) ||
-         (!where.key.empty() && glob->match(where.getPath()));
+bool fastci::matchConfigSection(const llvm::GlobPattern &pattern,
+                                const ConfigLine &where) {
+  return pattern.match(where.section) ||
+         (!where.key.empty() && pattern.match(where.getPath()));
 }
 
 /// The indentation of \p text, in columns (tabs count as one).

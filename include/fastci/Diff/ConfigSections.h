@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/GlobPattern.h"
 #include <cstdint>
 #include <string>
 
@@ -45,7 +46,8 @@ ConfigLine locateConfigLine(llvm::ArrayRef<llvm::StringRef> lines,
 /// True when \p pattern (a glob over `section` or `section/key`, as written
 /// in a policy's `ignore-sections`) matches \p where: the pattern matches its
 /// section alone or its `section/key` path.
-bool matchConfigSection(llvm::StringRef pattern, const ConfigLine &where);
+bool matchConfigSection(const llvm::GlobPattern &pattern,
+                        const ConfigLine &where);
 
 /// Where one line of a FastCI test manifest (docs/Workloads.md) sits: in
 /// the entry of the test \c id of its block-style `tests:` list, or, with an
