@@ -32,7 +32,6 @@ Why a thread rather than a SIGPROF/SIGALRM timer: see docs/Evidence.md
 ("Sampler choice") for the measurements.
 """
 
-import hashlib
 import os
 import re
 import sys
@@ -43,6 +42,11 @@ from . import calls as _calls
 from . import evidence
 from . import recorder as _recorder
 from .frames import ENTRY, FrameDescriber
+
+try:  # the builtin hashlib falls back to: loading OpenSSL costs every traced process 2 ms
+    from _sha1 import sha1 as _sha1
+except ImportError:  # pragma: no cover - a build without it
+    from hashlib import sha1 as _sha1
 
 SAMPLER_VERSION = "2.0"
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -81,9 +85,48 @@ def capture(counts, skip_ident, codes):
 
 def sanitize_test_id(test_id):
     """Directory name for a test id: safe characters, bounded, hash-suffixed for uniqueness."""
-    digest = hashlib.sha1(test_id.encode("utf-8")).hexdigest()[:10]
+    digest = _sha1(test_id.encode("utf-8")).hexdigest()[:10]
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", test_id).strip("._")[:100]
     return "%s-%s" % (readable or "test", digest)
+
+
+def modules_mark():
+    """Where sys.modules stands now: its newest (name, module) entry, or None."""
+    for _ in range(3):
+        try:
+            for name in reversed(sys.modules):
+                return (name, sys.modules.get(name))
+            return None
+        except RuntimeError:  # another thread imported meanwhile
+            continue
+    return next(reversed(list(sys.modules.items())), None)
+
+
+def modules_since(mark):
+    """[(name, module)] of the entries sys.modules gained after `mark`.
+
+    Imports append to sys.modules, so these are the entries after the mark,
+    found walking back from the newest. The older entries are never
+    touched: in a fork child, touching them (even a set of their names)
+    copies every page that holds one, a few milliseconds per child of a
+    large program. If the mark left sys.modules or was replaced, every
+    entry counts: that over-reports imports, it never omits one."""
+    for _ in range(3):
+        try:
+            found = []
+            for name in reversed(sys.modules):
+                module = sys.modules.get(name)
+                if mark is not None and name == mark[0] and module is mark[1]:
+                    return found[::-1]
+                found.append((name, module))
+            return found[::-1]
+        except RuntimeError:  # another thread imported meanwhile
+            continue
+    items = list(sys.modules.items())
+    for i in range(len(items) - 1, -1, -1):
+        if mark is not None and items[i][0] == mark[0] and items[i][1] is mark[1]:
+            return items[i + 1:]
+    return items
 
 
 class Sink:
@@ -106,7 +149,7 @@ class Sink:
         self.import_samples = 0
         self.external_samples = 0
         self.reads = set()          # repository-relative paths opened for reading
-        self.modules_before = set(sys.modules)  # imports since then are this sink's
+        self.modules_mark = modules_mark()  # imports since then are this sink's
         self.exact = True           # the recorder ran for the whole sink
         directory = os.path.join(out_dir, sanitize_test_id(test_id))
         unique = "%x-%s" % (time.time_ns(), os.urandom(3).hex())
@@ -161,26 +204,42 @@ class Sampler:
         self._stopping = False
         self._thread = None
         self._failed = False
+        # Which thread may sample: stop() and start() move it on, so a thread
+        # left sleeping by stop() returns when it wakes (see _run).
+        self._generation = 0
+        self._asleep = False  # the sampling thread is between two ticks
 
     # -- lifecycle -------------------------------------------------------
     def start(self):
         """Start the sampling thread (idempotent)."""
         if self._thread is None and not self._failed:
-            self._stopping = False
-            self._thread = threading.Thread(target=self._run, name="fastci_trace-sampler",
-                                            daemon=True)
+            with self._lock:
+                self._stopping = False
+                self._asleep = False
+                self._generation += 1
+                generation = self._generation
+            self._thread = threading.Thread(target=self._run, args=(generation,),
+                                            name="fastci_trace-sampler", daemon=True)
             self._thread.start()
 
     def stop(self, join=True):
         """Stop the thread and write every open sink as complete.
 
         A signal handler passes join=False: the thread may be waiting for the
-        lock the interrupted main thread holds, so joining could stall.
+        lock the interrupted main thread holds, so joining could stall. A
+        thread asleep between two ticks is not waited for either: it does
+        nothing more once it wakes, and waiting out its sleep would cost
+        every process up to a sampling interval at exit (most of the wall
+        time collection added to a suite whose tests start short-lived
+        processes).
         """
         thread, self._thread = self._thread, None
         if thread is not None:
-            self._stopping = True
-            if join and thread is not threading.current_thread():
+            with self._lock:
+                self._stopping = True
+                self._generation += 1
+                asleep = self._asleep
+            if join and not asleep and thread is not threading.current_thread():
                 thread.join(timeout=5.0)
         if self._tracer is not None:
             self._tracer.close()
@@ -299,11 +358,12 @@ class Sampler:
             sink.calls[key] = sink.calls.get(key, 0) + 1
 
     # -- the thread ------------------------------------------------------
-    def _run(self):
+    def _run(self, generation):
         _calls.untrace_current_thread()  # a thread started inside a burst inherits the profiler
         interval = 1.0 / self.config.rate
         me = threading.get_ident()
         codes = self._codes
+        lock = self._lock
         next_tick = time.monotonic()
         next_flush = next_tick + self.config.flush
         next_rank_poll = next_tick
@@ -317,11 +377,20 @@ class Sampler:
                 # time.sleep: one GIL release and one re-acquire per tick, the
                 # cheapest wait measured (an Event's Condition machinery and a
                 # lock's timed acquire cost more CPU per wake-up). Slices of at
-                # most 0.1 s keep stop() prompt at low rates.
+                # most 0.1 s end a thread stop() left asleep soon at low rates.
                 while True:
+                    # Asleep is announced and cleared under the lock, each
+                    # time with the check that this thread may go on: if
+                    # stop() saw it asleep, the check after the sleep fails.
+                    with lock:
+                        if self._generation != generation or self._failed:
+                            return
+                        self._asleep = True
                     time.sleep(min(next_tick - now, 0.1))
-                    if self._stopping or self._failed:
-                        return
+                    with lock:
+                        self._asleep = False
+                        if self._generation != generation or self._failed:
+                            return
                     now = time.monotonic()
                     if now >= next_tick:
                         break
@@ -457,9 +526,7 @@ class Sampler:
         """Encoded repository paths of the modules imported since the sink began."""
         paths = self._module_paths
         result = []
-        for name, module in list(sys.modules.items()):
-            if name in sink.modules_before:
-                continue
+        for name, module in modules_since(sink.modules_mark):
             path = paths.get(name, False)
             if path is False:
                 path = None
@@ -481,7 +548,7 @@ class Sampler:
         sink = Sink("<collection>", self.config.out)
         sink.import_functions, self._collection = self._collection, {}
         sink.path = os.path.join(self.config.out, "_collection", os.path.basename(sink.path))
-        sink.modules_before = set(sys.modules)
+        sink.modules_mark = modules_mark()
         self._write(sink, complete=True, scope="collection")
 
     def _render(self, sink, complete, scope="test"):
