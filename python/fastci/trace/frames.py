@@ -107,6 +107,7 @@ class FrameDescriber:
         self._lines = {}   # id(code) -> (sorted start offsets, their lines)
         self._frames = {}  # (id(code), lasti) -> encoded frame or None
         self._indexes = {}  # absolute path -> {(line, name): qualname}
+        self._real_dirs = {}  # directory -> its real path
 
     def frame(self, code, lasti):
         """Return the encoded `path:qualname:line` of `code` at bytecode offset `lasti`.
@@ -177,11 +178,25 @@ class FrameDescriber:
         if filename.startswith("<") and filename.endswith(">"):
             path = filename  # <string>, <frozen ...>: not a file
         else:
-            path = os.path.realpath(os.path.join(self._cwd, filename))
+            path = self.real_path(os.path.join(self._cwd, filename))
             if path.startswith(self._exclude):
                 path = None
         self._paths[filename] = path
         return path
+
+    def real_path(self, path):
+        """os.path.realpath(path), resolving each directory once.
+
+        A process describes the files of every module it imported (a
+        thousand with torch), most in a few directories; realpath would
+        lstat each component of each of them, this lstats the file only."""
+        directory, name = os.path.split(path)
+        if not name or name in (os.curdir, os.pardir) or os.path.islink(path):
+            return os.path.realpath(path)
+        real = self._real_dirs.get(directory)
+        if real is None:
+            real = self._real_dirs[directory] = os.path.realpath(directory)
+        return os.path.join(real, name)
 
     def _relative(self, path):
         if path.startswith(self._root):
@@ -224,12 +239,13 @@ def _entry_line(code, lines):
 
 def _line_table(code):
     """(start offsets, lines) of `code`'s instructions, sorted by offset, for bisection."""
+    # Both come in offset order (PEP 626; the 3.9 line number table is read
+    # front to back), so no sort is needed.
     if hasattr(code, "co_lines"):  # 3.10+: (start, end, line or None) ranges
-        ranges = [(start, line) for start, _, line in code.co_lines()]
-    else:  # 3.9: a line holds from its start offset up to the next one
-        import dis
-        ranges = list(dis.findlinestarts(code))
-    ranges.sort(key=lambda r: r[0])
+        ranges = list(code.co_lines())
+        return [r[0] for r in ranges], [r[2] for r in ranges]
+    import dis  # 3.9: a line holds from its start offset up to the next one
+    ranges = list(dis.findlinestarts(code))
     return [r[0] for r in ranges], [r[1] for r in ranges]
 
 

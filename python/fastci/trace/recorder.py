@@ -170,6 +170,7 @@ class FunctionRecorder:
         self._in_repository = in_repository
         self._arms = (in_repository if in_repository_file is None
                       else lambda code: in_repository_file(code.co_filename))
+        self._in_repository_file = in_repository_file
         self._prefixes = tuple(prefixes)
         self.mechanism = None
         self._ext = None
@@ -282,6 +283,8 @@ class FunctionRecorder:
     def _arm_functions(self):
         """Arm the repository functions that exist already (pytest's conftest
         files and plugins, modules imported before the recorder started)."""
+        if not self._repository_code_may_have_run():
+            return
         armer = self._armer
         arms = self._arms
         for obj in gc.get_objects():
@@ -289,6 +292,22 @@ class FunctionRecorder:
                 code = obj.__code__
                 if id(code) not in armer.variants and arms(code):
                     self._set_code(obj, armer.twins(code)[0])
+
+    def _repository_code_may_have_run(self):
+        """False when no module of sys.modules comes from the repository.
+
+        Repository functions exist only once repository code has run, which
+        imports its module first; in a child started through the start-up
+        hook nothing has run yet, and the heap scan (a few milliseconds per
+        process) finds nothing to arm."""
+        in_repository_file = self._in_repository_file
+        if in_repository_file is None:
+            return True
+        for module in list(sys.modules.values()):
+            filename = getattr(module, "__file__", None)
+            if isinstance(filename, str) and in_repository_file(filename):
+                return True
+        return False
 
     def _on_exec(self, code):
         """exec() audit event: a module body (or other code) about to run.

@@ -532,7 +532,7 @@ class Sampler:
                 path = None
                 filename = getattr(module, "__file__", None)
                 if isinstance(filename, str) and filename.endswith(".py"):
-                    full = os.path.realpath(filename)
+                    full = self.describer.real_path(filename)
                     if full.startswith(self.describer.root) \
                             and not full.startswith(self.describer.exclude):
                         path = evidence.encode(full[len(self.describer.root):])
