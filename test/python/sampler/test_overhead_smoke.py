@@ -46,3 +46,27 @@ def test_paired_overhead_benchmark_smoke():
     assert re.search(r"pure-python: fastest 1 chunks of each: \d+\.\d+s without, "
                      r"\d+\.\d+s with sampling: [+-]\d+\.\d+%; at the full 50 ticks/s: median "
                      r"[+-]\d+\.\d+%, fastest [+-]\d+\.\d+%", proc.stdout), proc.stdout
+
+
+COLLECT_BENCH = BENCH.parent / "collect_overhead.py"
+
+
+def test_collect_overhead_benchmark_smoke(tmp_path):
+    """collect_overhead.py times a suite plain and under --fastci-collect,
+    and refuses commands it cannot instrument."""
+    (tmp_path / "test_a.py").write_text("def test_a():\n    assert sum(range(10)) == 45\n")
+    proc = subprocess.run(
+        [PYTHON, str(COLLECT_BENCH), "--pairs", "1", "--cwd", str(tmp_path),
+         "--peer-env", "FASTCI_TRACE_RECORDER=off", "--",
+         PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_a.py"],
+        env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    for kind in ("plain", "collect", "collect FASTCI_TRACE_RECORDER=off"):
+        assert re.search(r"  %s: +wall median \d+\.\d+s \(\d+\.\d+\.\.\d+\.\d+\), CPU median"
+                         % re.escape(kind), proc.stdout), proc.stdout
+    assert re.search(r"collect: .*per round vs plain: wall median [+-]\d+\.\d+%", proc.stdout)
+    bad = subprocess.run([PYTHON, str(COLLECT_BENCH), "--", PYTHON, "test_a.py"],
+                         env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=60, cwd=str(tmp_path))
+    assert bad.returncode != 0 and "must run `-m pytest`" in bad.stdout, bad.stdout

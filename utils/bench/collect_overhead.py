@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""What nightly evidence collection costs on any pytest suite: plain runs
+against runs under `--fastci-collect`, interleaved.
+
+    collect_overhead.py [--pairs N] [--cwd DIR] [--peer-env KEY=VALUE ...] \\
+        -- PYTHON -m pytest ARGS...
+
+The command is run as given (plain) and with `-p fastci.trace.pytest_plugin
+--fastci-collect=OUT` inserted after `-m pytest` (collect), in N rounds
+ABBA..., after one unmeasured run of each kind; both sides cache their
+bytecode (PYTHONPYCACHEPREFIX, PYTHONDONTWRITEBYTECODE unset), as an
+installed package has it. `--peer-env KEY=VALUE` adds collect runs with
+that setting to the same rounds. Prints wall and CPU seconds (all the
+processes of the run) per kind, median and range, and the per-round ratio
+against the plain run beside it, with the load average before and after.
+fastci.trace is imported from this checkout (python/ on PYTHONPATH), so a
+suite that runs from its own virtual environment measures this tree's
+sampler. Exit status 1 when a run fails (the suite's own exit status other
+than 0 or 1, i.e. no test report).
+"""
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def collect_command(command, out):
+    """`command` with the plugin and output directory inserted after `-m pytest`."""
+    for i in range(len(command) - 1):
+        if command[i] == "-m" and command[i + 1] == "pytest":
+            return (command[:i + 2] + ["-p", "fastci.trace.pytest_plugin",
+                                       "--fastci-collect=" + out] + command[i + 2:])
+    raise SystemExit("collect_overhead: error: the command must run `-m pytest`")
+
+
+def run(command, cwd, env):
+    """(wall seconds, CPU seconds of the run's processes) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        sys.stderr.write(proc.stderr[-3000:])
+        raise SystemExit("collect_overhead: error: %s exited %d" % (command[0], proc.returncode))
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def spread(values):
+    return "median %.2fs (%.2f..%.2f)" % (statistics.median(values), min(values), max(values))
+
+
+def ratio(values):
+    values = sorted(values)
+    return "median %+.1f%% (min %+.1f%%, max %+.1f%%)" % (
+        statistics.median(values), values[0], values[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--cwd", default=os.getcwd())
+    parser.add_argument("--peer-env", metavar="KEY=VALUE", action="append", default=[])
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command after --")
+    if args.pairs < 1:
+        parser.error("--pairs must be at least 1")
+    for setting in args.peer_env:
+        if "=" not in setting:
+            parser.error("--peer-env wants KEY=VALUE, got %r" % setting)
+
+    work = tempfile.mkdtemp(prefix="collect-overhead-")
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pycache")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(ROOT, "python")] + [p for p in [env.get("PYTHONPATH")] if p])
+    kinds = {"plain": (None, None), "collect": (None, "collect")}
+    for setting in args.peer_env:
+        kinds["collect " + setting] = (setting, "collect")
+
+    def run_kind(kind):
+        setting, mode = kinds[kind]
+        kind_env = dict(env)
+        if setting:
+            key, value = setting.split("=", 1)
+            kind_env[key] = value
+        out = os.path.join(work, "out")
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = collect_command(command, out) if mode else command
+        result = run(cmd, args.cwd, kind_env)
+        if mode and not any(name.endswith(".stacks") for _, _, names in os.walk(out)
+                            for name in names):
+            raise SystemExit("collect_overhead: error: the %s run wrote no evidence "
+                             "(can its Python import fastci.trace?)" % kind)
+        return result
+
+    print("suite: %s (in %s); load average before %.2f %.2f %.2f on %d CPUs"
+          % (" ".join(command), args.cwd, *os.getloadavg(), os.cpu_count()), flush=True)
+    order = list(kinds)
+    for kind in order:  # warm-up: bytecode caches, page cache
+        run_kind(kind)
+    wall = {k: [] for k in order}
+    cpu = {k: [] for k in order}
+    for i in range(args.pairs):
+        for kind in (order if i % 2 == 0 else order[::-1]):
+            w, c = run_kind(kind)
+            wall[kind].append(w)
+            cpu[kind].append(c)
+    print("%d interleaved rounds after one warm-up run of each kind; load average now %.2f"
+          % (args.pairs, os.getloadavg()[0]))
+    for kind in order:
+        line = "  %-28s wall %s, CPU %s" % (kind + ":", spread(wall[kind]), spread(cpu[kind]))
+        if kind != "plain":
+            line += "; per round vs plain: wall %s, CPU %s" % (
+                ratio([100.0 * (a / b - 1) for a, b in zip(wall[kind], wall["plain"])]),
+                ratio([100.0 * (a / b - 1) for a, b in zip(cpu[kind], cpu["plain"])]))
+        print(line)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
