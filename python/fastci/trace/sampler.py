@@ -94,9 +94,8 @@ def modules_mark():
     """Where sys.modules stands now: its newest (name, module) entry, or None."""
     for _ in range(3):
         try:
-            for name in reversed(sys.modules):
-                return (name, sys.modules.get(name))
-            return None
+            name = next(reversed(sys.modules), None)
+            return None if name is None else (name, sys.modules.get(name))
         except RuntimeError:  # another thread imported meanwhile
             continue
     return next(reversed(list(sys.modules.items())), None)
@@ -201,7 +200,6 @@ class Sampler:
         self._rank, self._local_rank = own_ranks(os.environ)
         self._dist_rank = None
         export_ranks(os.environ)
-        self._stopping = False
         self._thread = None
         self._failed = False
         # Which thread may sample: stop() and start() move it on, so a thread
@@ -214,7 +212,6 @@ class Sampler:
         """Start the sampling thread (idempotent)."""
         if self._thread is None and not self._failed:
             with self._lock:
-                self._stopping = False
                 self._asleep = False
                 self._generation += 1
                 generation = self._generation
@@ -236,7 +233,6 @@ class Sampler:
         thread, self._thread = self._thread, None
         if thread is not None:
             with self._lock:
-                self._stopping = True
                 self._generation += 1
                 asleep = self._asleep
             if join and not asleep and thread is not threading.current_thread():
