@@ -10,7 +10,8 @@ The command is run as given (plain) and with `-p fastci.trace.pytest_plugin
 ABBA..., after one unmeasured run of each kind; both sides cache their
 bytecode (PYTHONPYCACHEPREFIX, PYTHONDONTWRITEBYTECODE unset), as an
 installed package has it. `--peer-env KEY=VALUE` adds collect runs with
-that setting to the same rounds. Prints wall and CPU seconds (all the
+that setting to the same rounds (several settings: separated by spaces,
+`"K1=V1 K2=V2"`), e.g. to tell the sampler's and the recorder's shares. Prints wall and CPU seconds (all the
 processes of the run) per kind, median and range, and the per-round ratio
 against the plain run beside it, with the load average before and after.
 fastci.trace is imported from this checkout (python/ on PYTHONPATH), so a
@@ -77,7 +78,7 @@ def main():
     if args.pairs < 1:
         parser.error("--pairs must be at least 1")
     for setting in args.peer_env:
-        if "=" not in setting:
+        if not setting.split() or not all("=" in s for s in setting.split()):
             parser.error("--peer-env wants KEY=VALUE, got %r" % setting)
 
     work = tempfile.mkdtemp(prefix="collect-overhead-")
@@ -93,8 +94,8 @@ def main():
     def run_kind(kind):
         setting, mode = kinds[kind]
         kind_env = dict(env)
-        if setting:
-            key, value = setting.split("=", 1)
+        for item in (setting or "").split():
+            key, value = item.split("=", 1)
             kind_env[key] = value
         out = os.path.join(work, "out")
         shutil.rmtree(out, ignore_errors=True)

@@ -442,6 +442,21 @@ static PyObject *Recorder_take(Recorder *self, PyObject *unused) {
   return result;
 }
 
+/* The lists a fork child inherited: they hold the parent's records, which
+ * the parent still reports. Releasing them would touch (and so copy) every
+ * page of every code object they hold; the few bytes stay allocated. */
+static PyObject *Recorder_forget(Recorder *self, PyObject *unused) {
+  PyObject *functions = PyList_New(0), *imports = PyList_New(0);
+  if (!functions || !imports) {
+    Py_XDECREF(functions);
+    Py_XDECREF(imports);
+    return NULL;
+  }
+  self->functions = functions; /* the inherited lists are left as they are */
+  self->imports = imports;
+  Py_RETURN_NONE;
+}
+
 static PyObject *Recorder_reset(Recorder *self, PyObject *unused) {
   ptrset_clear(&self->seen);
   ptrset_clear(&self->import_seen);
@@ -512,6 +527,9 @@ static PyMethodDef Recorder_methods[] = {
     {"take", (PyCFunction)Recorder_take, METH_NOARGS,
      "(test-time codes, [(import-time code, importer code or None)]) "
      "recorded since the last take()."},
+    {"forget", (PyCFunction)Recorder_forget, METH_NOARGS,
+     "In a fork child: drop the records made so far (the parent's) without "
+     "releasing them."},
     {"reset", (PyCFunction)Recorder_reset, METH_NOARGS,
      "Forget what was seen: every code is recorded again at its next call."},
     {"configure", (PyCFunction)Recorder_configure, METH_VARARGS,

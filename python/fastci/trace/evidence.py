@@ -129,17 +129,34 @@ def render(header, stacks, functions=(), import_functions=(), imports=(), reads=
     return "".join(out)
 
 
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+
+
 def write_atomic(path, text):
     """Write `text` to `path` via a temp file in the same directory and os.replace.
 
     Readers therefore see either the previous complete file or the new one,
-    never a torn write, even if this process dies mid-write.
+    never a torn write, even if this process dies mid-write. A missing
+    directory is created (only then: os.makedirs costs a fork child, which
+    writes into its parent's directory, dozens of copied pages).
     """
     # Per-thread temp name: a final flush may race the sampler's periodic one.
     tmp = "%s.%d-%d.tmp" % (path, os.getpid(), threading.get_ident())
+    data = text.encode("utf-8")
     try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        # os-level calls, not open(): every traced process writes at exit,
+        # and the io stack's objects cost a fork child copied pages.
+        try:
+            fd = os.open(tmp, _WRITE_FLAGS, 0o666)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(tmp, _WRITE_FLAGS, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -155,6 +155,10 @@ def _on_audit(event, args):
             recorder._on_exec(args[0])
 
 
+# The record lists fork children inherited (see FunctionRecorder.forget).
+_INHERITED = []
+
+
 class FunctionRecorder:
     """Records first executions per test; `take()` hands them over, `reset()` re-arms.
 
@@ -227,6 +231,20 @@ class FunctionRecorder:
         in_repository = self._in_repository
         return ([c for c in functions if in_repository(c)],
                 [(c, m) for c, m in imports if in_repository(c)])
+
+    def forget(self):
+        """In a fork child: drop what was recorded before the fork, unreleased.
+
+        Those records are the parent's, which reports them. The child keeps
+        what the test has seen so far (it does not re-arm or re-enable
+        anything), so it records the functions it runs beyond those; the
+        test's union is the same, and a fork child touches none of the
+        parent's code or function objects (each touch copies a page)."""
+        if self._ext is not None:
+            self._ext.forget()
+        else:
+            _INHERITED.append((self._functions, self._imports))
+            self._functions, self._imports = [], []
 
     def reset(self):
         """Start a new test: every code is recorded again at its next execution."""

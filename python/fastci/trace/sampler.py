@@ -32,6 +32,7 @@ Why a thread rather than a SIGPROF/SIGALRM timer: see docs/Evidence.md
 ("Sampler choice") for the measurements.
 """
 
+import _thread
 import os
 import re
 import sys
@@ -49,6 +50,9 @@ except ImportError:  # pragma: no cover - a build without it
     from hashlib import sha1 as _sha1
 
 SAMPLER_VERSION = "2.0"
+# Random per interpreter (fork children share it and differ by pid): made
+# once, because os.urandom costs a fork child a dozen copied pages.
+_PROCESS_TOKEN = os.urandom(3).hex()
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -131,7 +135,7 @@ def modules_since(mark):
 class Sink:
     """Samples (and call-burst stacks) for one test id in this process, and where they go."""
 
-    def __init__(self, test_id, out_dir):
+    def __init__(self, test_id, out_dir, directory=None):
         self.test_id = test_id
         self.counts = {}   # raw capture() keys since the last fold -> samples
         self.lines = {}    # encoded stack line -> samples (folded)
@@ -150,10 +154,48 @@ class Sink:
         self.reads = set()          # repository-relative paths opened for reading
         self.modules_mark = modules_mark()  # imports since then are this sink's
         self.exact = True           # the recorder ran for the whole sink
-        directory = os.path.join(out_dir, sanitize_test_id(test_id))
-        unique = "%x-%s" % (time.time_ns(), os.urandom(3).hex())
-        self.path = os.path.join(directory, "%d-%s.stacks" % (os.getpid(), unique))
+        if directory is None:
+            directory = os.path.join(out_dir, sanitize_test_id(test_id))
+        self.directory = directory
+        # Unique among the processes writing into one directory, including
+        # ranks in other pid namespaces (containers sharing the output).
+        self.path = "%s%s%d-%x-%s.stacks" % (directory, os.sep, os.getpid(), time.time_ns(),
+                                             _PROCESS_TOKEN)
         self.calls_path = self.path[:-len(".stacks")] + ".calls.stacks"
+
+    def forked(self):
+        """A new sink for the same test in a fork child (same directory, own file)."""
+        return Sink(self.test_id, None, self.directory)
+
+
+class SamplingThread:
+    """The sampling thread: `run(generation)` in a thread of the `_thread` module.
+
+    Not a threading.Thread: starting one costs a fork child (every
+    DataLoader worker) 0.3 ms of copied pages for its bookkeeping and the
+    wait for the new thread to announce itself, and it would show up in the
+    program's threading.enumerate(). Daemonic, like every `_thread` thread.
+    """
+
+    def __init__(self, run, generation):
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        self.ident = _thread.start_new_thread(self._main, (run, generation))
+
+    def _main(self, run, generation):
+        try:
+            run(generation)
+        finally:
+            self._done.release()
+
+    def is_alive(self):
+        """Whether the thread has not returned yet."""
+        return self._done.locked()
+
+    def join(self, timeout):
+        """Wait up to `timeout` seconds for the thread to return."""
+        if self._done.acquire(timeout=timeout):
+            self._done.release()
 
 
 class Sampler:
@@ -215,9 +257,7 @@ class Sampler:
                 self._asleep = False
                 self._generation += 1
                 generation = self._generation
-            self._thread = threading.Thread(target=self._run, args=(generation,),
-                                            name="fastci_trace-sampler", daemon=True)
-            self._thread.start()
+            self._thread = SamplingThread(self._run, generation)
 
     def stop(self, join=True):
         """Stop the thread and write every open sink as complete.
@@ -235,7 +275,7 @@ class Sampler:
             with self._lock:
                 self._generation += 1
                 asleep = self._asleep
-            if join and not asleep and thread is not threading.current_thread():
+            if join and not asleep and thread.ident != threading.get_ident():
                 thread.join(timeout=5.0)
         if self._tracer is not None:
             self._tracer.close()
@@ -260,13 +300,17 @@ class Sampler:
         self._collection = {}
         if self._tracer is not None:
             self._tracer.after_fork_in_child()
-        self._recorder.take()  # the parent's, already attributed there
-        self._recorder.reset()
+        # Everything here runs in every fork child (a DataLoader worker, a
+        # fork-started rank), and each page of the parent's it touches is
+        # copied: it does no more than it must. The records taken so far are
+        # the parent's, which reports them; nothing is re-armed, so the child
+        # records what it runs beyond what the test already ran. A fork
+        # child runs no module body it inherited either: the modules in
+        # sys.modules now are the parent's (its record lists those the test
+        # imported), so the child reports only what it imports itself.
+        self._recorder.forget()
         if self._sinks:
-            # A fork child runs no module body it inherited: the modules in
-            # sys.modules now are the parent's (its record lists those the
-            # test imported), so the child reports only what it imports itself.
-            self._sinks = [Sink(self._sinks[-1].test_id, self.config.out)]
+            self._sinks = [self._sinks[-1].forked()]
             self.start()
             self._start_burst(self._sinks[-1])
 
@@ -430,7 +474,6 @@ class Sampler:
         if self._failed and complete is False:
             return
         try:
-            os.makedirs(os.path.dirname(sink.path), exist_ok=True)
             if scope == "test":
                 self._harvest()
             samples, calls = self._render(sink, complete, scope)

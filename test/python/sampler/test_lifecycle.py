@@ -17,18 +17,11 @@ from conftest import PACKAGE_ROOT  # noqa: F401  (puts the package on sys.path)
 from fastci.trace import config as trace_config
 from fastci.trace.sampler import Sampler, modules_mark, modules_since
 
-THREAD_NAME = "fastci_trace-sampler"
-
-
 def _sampler(tmp_path, rate):
     env = {trace_config.ENV_OUT: str(tmp_path / "out"), trace_config.ENV_RATE: str(rate),
            trace_config.ENV_ROOT: str(tmp_path), trace_config.ENV_REVISION: "r1",
            trace_config.ENV_CALLS: "0"}
     return Sampler(trace_config.from_env(env, str(tmp_path)), cwd=str(tmp_path))
-
-
-def _sampling_threads():
-    return [t for t in threading.enumerate() if t.name == THREAD_NAME and t.is_alive()]
 
 
 def _wait_asleep(sampler):
@@ -40,11 +33,13 @@ def _wait_asleep(sampler):
 
 def test_stop_does_not_join_a_sleeping_thread_and_restart_samples_once(tmp_path):
     sampler = _sampler(tmp_path, rate=0.5)  # a 2 s interval, slept in 0.1 s slices
-    before = len(_sampling_threads())
+    threads_before = threading.enumerate()
     sampler.begin("t")
     sampler.start()
     _wait_asleep(sampler)
     old = sampler._thread
+    # A `_thread` thread: invisible to the program's threading.enumerate().
+    assert threading.enumerate() == threads_before
     sampler.stop()
     # Not joined: the old thread is still in its sleep when stop() returns.
     assert old.is_alive()
@@ -53,7 +48,7 @@ def test_stop_does_not_join_a_sleeping_thread_and_restart_samples_once(tmp_path)
     # The old thread wakes within a slice and returns; only the new one samples.
     old.join(timeout=5)
     assert not old.is_alive()
-    assert len(_sampling_threads()) == before + 1
+    assert sampler._thread.is_alive() and sampler._thread.ident != old.ident
     sampler.end()
     sampler.stop()
     assert (tmp_path / "out").is_dir()

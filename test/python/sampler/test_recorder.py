@@ -149,7 +149,10 @@ def test_fork_child_reports_only_its_own_imports(repo):
     """A fork child (a DataLoader worker) inherits the parent's sys.modules, whose
     bodies it never runs: its file lists only what it imports after the fork,
     not the pytest process's modules (which made every import-time change reach
-    the tests forking workers)."""
+    the tests forking workers). Likewise it records the functions it runs
+    beyond those the test already ran in the parent before the fork (it
+    touches none of the parent's records, each touch a copied page): the
+    test's union is every function either process ran."""
     write(repo / "pkg" / "forked.py", """
         def value():
             return 1
@@ -161,10 +164,11 @@ def test_fork_child_reports_only_its_own_imports(repo):
 
         def work(queue):
             import pkg.forked
-            queue.put(pkg.forked.value() + model.linear(1))
+            queue.put(pkg.forked.value() + model.linear(1) + model.Config().scaled(0))
 
         def test_fork_worker():
             import pkg.lazy  # imported by the test in the parent, before the fork
+            assert model.Config().scaled(1) == 8  # run by the parent, then by the child
             ctx = multiprocessing.get_context("fork")
             queue = ctx.Queue()
             child = ctx.Process(target=work, args=(queue,))
@@ -191,8 +195,12 @@ def test_fork_child_reports_only_its_own_imports(repo):
     assert child[0]["imports"] == {"pkg/forked.py"}, child[0]
     assert "pkg/lazy.py" in parent[0]["imports"], parent[0]
     assert "pkg/forked.py" not in parent[0]["imports"], parent[0]
-    # what the child ran is recorded afresh, inherited code included
+    # what the child ran beyond the parent is its own, inherited code included;
+    # what the parent ran before the fork is the parent's record only
     assert {"work", "linear", "value"} <= child[0]["functions"], child[0]
+    assert "Config.scaled" in parent[0]["functions"], parent[0]
+    assert "Config.scaled" not in child[0]["functions"], child[0]
+    assert "linear" not in parent[0]["functions"], parent[0]
 
 
 def test_identical_evidence_in_two_runs(repo):
