@@ -580,7 +580,110 @@ static PyObject *recorder_set_code(PyObject *module, PyObject *args) {
 }
 #endif
 
+/* The f_lasti a Python frame reports: the byte offset of its last
+ * instruction, -1 before the first. */
+static int frame_lasti(PyFrameObject *frame) {
+#if PY_VERSION_HEX >= 0x030B0000
+  return PyFrame_GetLasti(frame);
+#elif PY_VERSION_HEX >= 0x030A0000
+  return frame->f_lasti < 0 ? -1 : frame->f_lasti * (int)sizeof(_Py_CODEUNIT);
+#else
+  return frame->f_lasti;
+#endif
+}
+
+/* Adds the stack from \p top outwards to \p counts, as sampler.capture()
+ * does: key (id(code), f_lasti, ...) innermost first; the code objects of
+ * a new key go into \p codes (id -> code). */
+static int capture_stack(PyObject *counts, PyObject *codes,
+                         PyFrameObject *top) {
+  PyObject *key = PyList_New(0);
+  if (!key)
+    return -1;
+  Py_INCREF(top);
+  for (PyFrameObject *frame = top; frame;) {
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    PyObject *id = PyLong_FromVoidPtr(code);
+    PyObject *lasti = PyLong_FromLong(frame_lasti(frame));
+    Py_DECREF(code); /* the frame keeps it alive */
+    int failed = !id || !lasti || PyList_Append(key, id) < 0 ||
+                 PyList_Append(key, lasti) < 0;
+    Py_XDECREF(id);
+    Py_XDECREF(lasti);
+    PyFrameObject *back = failed ? NULL : PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    if (failed) {
+      Py_DECREF(key);
+      return -1;
+    }
+    frame = back;
+  }
+  PyObject *tuple = PyList_AsTuple(key);
+  if (!tuple) {
+    Py_DECREF(key);
+    return -1;
+  }
+  PyObject *count = PyDict_GetItemWithError(counts, tuple);
+  int result = -1;
+  if (count) {
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *next = one ? PyNumber_Add(count, one) : NULL;
+    result = next ? PyDict_SetItem(counts, tuple, next) : -1;
+    Py_XDECREF(one);
+    Py_XDECREF(next);
+  } else if (!PyErr_Occurred()) {
+    /* A new stack: keep its code objects alive, so its ids stay unique. */
+    result = 0;
+    Py_ssize_t i = 0;
+    Py_INCREF(top);
+    for (PyFrameObject *frame = top; frame;) {
+      PyCodeObject *code = PyFrame_GetCode(frame);
+      if (result == 0)
+        result = PyDict_SetItem(codes, PyList_GET_ITEM(key, i),
+                                (PyObject *)code);
+      Py_DECREF(code);
+      i += 2;
+      PyFrameObject *back = PyFrame_GetBack(frame);
+      Py_DECREF(frame);
+      frame = back;
+    }
+    if (result == 0) {
+      PyObject *one = PyLong_FromLong(1);
+      result = one ? PyDict_SetItem(counts, tuple, one) : -1;
+      Py_XDECREF(one);
+    }
+  }
+  Py_DECREF(tuple);
+  Py_DECREF(key);
+  return result;
+}
+
+/* capture(frames, counts, skip_ident, codes): sampler.capture() for the
+ * frames of sys._current_frames(), without running Python code: no
+ * `id()` or `f_code` audit event per frame (each calls every audit hook
+ * of the program), a fraction of the sampling thread's time per tick. */
+static PyObject *recorder_capture(PyObject *module, PyObject *args) {
+  PyObject *frames, *counts, *skip, *codes;
+  if (!PyArg_ParseTuple(args, "O!O!OO!:capture", &PyDict_Type, &frames,
+                        &PyDict_Type, &counts, &skip, &PyDict_Type, &codes))
+    return NULL;
+  Py_ssize_t pos = 0;
+  PyObject *ident, *top;
+  while (PyDict_Next(frames, &pos, &ident, &top)) {
+    int same = PyObject_RichCompareBool(ident, skip, Py_EQ);
+    if (same < 0)
+      return NULL;
+    if (same || !PyFrame_Check(top))
+      continue;
+    if (capture_stack(counts, codes, (PyFrameObject *)top) < 0)
+      return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"capture", recorder_capture, METH_VARARGS,
+     "capture(frames, counts, skip_ident, codes): sampler.capture() in C."},
 #if PY_VERSION_HEX >= 0x030B0000
     {"hit", recorder_hit, METH_O,
      "hit(disarmed): called by armed code; records its first execution."},

@@ -107,7 +107,7 @@ class FrameDescriber:
         self._lines = {}   # id(code) -> (sorted start offsets, their lines)
         self._frames = {}  # (id(code), lasti) -> encoded frame or None
         self._indexes = {}  # absolute path -> {(line, name): qualname}
-        self._real_dirs = {}  # directory -> its real path
+        self._real_dirs = {}  # directory -> (its real path, its names, its links)
 
     def frame(self, code, lasti):
         """Return the encoded `path:qualname:line` of `code` at bytecode offset `lasti`.
@@ -189,13 +189,19 @@ class FrameDescriber:
 
         A process describes the files of every module it imported (a
         thousand with torch), most in a few directories; realpath would
-        lstat each component of each of them, this lstats the file only."""
+        lstat each component of each of them. This resolves a directory
+        once and lists it once (which entries are symbolic links); only a
+        name the listing lacks (created since) is lstat'ed."""
         directory, name = os.path.split(path)
-        if not name or name in (os.curdir, os.pardir) or os.path.islink(path):
+        if not name or name in (os.curdir, os.pardir):
             return os.path.realpath(path)
-        real = self._real_dirs.get(directory)
-        if real is None:
-            real = self._real_dirs[directory] = os.path.realpath(directory)
+        known = self._real_dirs.get(directory)
+        if known is None:
+            known = self._real_dirs[directory] = (os.path.realpath(directory),
+                                                  *_list_links(directory))
+        real, names, links = known
+        if name in links or (name not in names and os.path.islink(path)):
+            return os.path.realpath(path)
         return os.path.join(real, name)
 
     def _relative(self, path):
@@ -212,6 +218,20 @@ class FrameDescriber:
         if index is None:
             index = self._indexes[path] = _index_file(path)
         return index.get((code.co_firstlineno, code.co_name), code.co_name)
+
+
+def _list_links(directory):
+    """(names, names of symbolic links) in `directory`; empty if it cannot be listed."""
+    names, links = set(), set()
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                names.add(entry.name)
+                if entry.is_symlink():
+                    links.add(entry.name)
+    except OSError:
+        pass
+    return names, links
 
 
 def _entry_line(code, lines):

@@ -187,6 +187,9 @@ class FunctionRecorder:
         self._armer = None
         self._set_code = None
         self._set_const = None
+        # The extension's capture(frames, counts, skip_ident, codes) once it
+        # is loaded (sampler.capture() without an audit event per frame).
+        self.native_capture = None
 
     def start(self):
         """Install the recorder; False when no mechanism is available or it is turned off."""
@@ -197,6 +200,7 @@ class FunctionRecorder:
         module = _load_extension()
         if module is None:
             return False
+        self.native_capture = getattr(module, "capture", None)
         recorder = module.Recorder()
         recorder.configure(self._prefixes, _FIND_AND_LOAD)
         if (arming.SUPPORTED and hasattr(recorder, "arm")

@@ -56,15 +56,17 @@ _PROCESS_TOKEN = os.urandom(3).hex()
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def capture(counts, skip_ident, codes):
+def capture(counts, skip_ident, codes, frames=None):
     """Add one sample of every thread's stack except `skip_ident`'s to `counts`.
 
     Keys are flat tuples `(id(code), lasti, id(code), lasti, ...)`, innermost
     frame first. The code objects of a stack seen for the first time are
     stored in `codes` (id -> code), which keeps them alive, so an id in a key
-    always denotes the same code object. This is the hot path.
+    always denotes the same code object. This is the hot path; where the
+    `_recorder` extension is loaded, its capture() (the same, given
+    `sys._current_frames()`) runs instead. `frames` defaults to those.
     """
-    for ident, top in sys._current_frames().items():
+    for ident, top in (sys._current_frames() if frames is None else frames).items():
         if ident == skip_ident:
             continue
         key = []
@@ -403,6 +405,7 @@ class Sampler:
         interval = 1.0 / self.config.rate
         me = threading.get_ident()
         codes = self._codes
+        native = self._recorder.native_capture
         lock = self._lock
         next_tick = time.monotonic()
         next_flush = next_tick + self.config.flush
@@ -437,7 +440,10 @@ class Sampler:
                 with self._lock:
                     sink = self._sinks[-1] if self._sinks else None
                     if sink is not None:
-                        capture(sink.counts, me, codes)
+                        if native is not None:
+                            native(sys._current_frames(), sink.counts, me, codes)
+                        else:
+                            capture(sink.counts, me, codes)
                         sink.ticks += 1
                 cpu = time.thread_time()
                 if sink is not None:

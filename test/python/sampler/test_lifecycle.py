@@ -5,17 +5,22 @@
   when the sampler is started again at once;
 * the modules a sink imported are found from a mark on sys.modules, without
   touching the entries before it (a fork child would copy every page that
-  holds one), and a mark that left sys.modules over-reports, never omits.
+  holds one), and a mark that left sys.modules over-reports, never omits;
+* the extension's capture() gives the keys and code registry the Python
+  capture() gives, without an audit event per frame.
 """
 
 import sys
 import threading
 import time
 
+import pytest
+
 from conftest import PACKAGE_ROOT  # noqa: F401  (puts the package on sys.path)
 
 from fastci.trace import config as trace_config
-from fastci.trace.sampler import Sampler, modules_mark, modules_since
+from fastci.trace import recorder as trace_recorder
+from fastci.trace.sampler import Sampler, capture, modules_mark, modules_since
 
 def _sampler(tmp_path, rate):
     env = {trace_config.ENV_OUT: str(tmp_path / "out"), trace_config.ENV_RATE: str(rate),
@@ -73,3 +78,66 @@ def test_modules_since_a_mark_are_the_later_imports(tmp_path, monkeypatch):
     assert len(names) == len(sys.modules)
     sys.modules.pop("fastci_mark_a", None)
     sys.modules.pop("fastci_mark_b", None)
+
+
+def _parked(depth, started, release):
+    if depth:
+        return _parked(depth - 1, started, release)
+    started.set()
+    release.wait(30)
+    return depth
+
+
+def test_native_capture_matches_the_python_capture():
+    module = trace_recorder._load_extension()
+    if module is None or not hasattr(module, "capture"):
+        pytest.skip("no _recorder extension for this interpreter")
+    started, release = threading.Event(), threading.Event()
+    worker = threading.Thread(target=_parked, args=(40, started, release))
+    worker.start()
+    started.wait(30)
+    events = []
+    try:
+        frames = sys._current_frames()
+        me = threading.get_ident()
+        expected_counts, expected_codes = {}, {}
+        capture(expected_counts, me, expected_codes, frames)
+        capture(expected_counts, me, expected_codes, frames)
+        counts, codes = {}, {}
+        listening = [True]  # an audit hook cannot be removed: it goes quiet after
+        sys.addaudithook(lambda event, args: events.append(event) if listening else None)
+        module.capture(frames, counts, me, codes)
+        module.capture(frames, counts, me, codes)
+        listening.clear()
+        seen = list(events)
+    finally:
+        release.set()
+        worker.join(30)
+    assert counts == expected_counts
+    assert set(counts.values()) == {2}
+    assert codes == expected_codes and all(codes[k] is expected_codes[k] for k in codes)
+    deepest = max(counts, key=len)
+    assert len(deepest) >= 2 * 40  # the worker's whole stack, innermost first
+    assert sum(codes[deepest[i]] is _parked.__code__ for i in range(0, len(deepest), 2)) == 41
+    assert "builtins.id" not in seen and "object.__getattr__" not in seen, seen
+
+
+def test_real_path_lists_each_directory_once_and_follows_links(tmp_path):
+    from fastci.trace.frames import FrameDescriber
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    (repo / "pkg").mkdir(parents=True)
+    outside.mkdir()
+    (repo / "pkg" / "own.py").write_text("")
+    (outside / "vendored.py").write_text("")
+    (outside / "pkg_link").symlink_to(repo / "pkg", target_is_directory=True)
+    (outside / "linked.py").symlink_to(repo / "pkg" / "own.py")
+    describer = FrameDescriber(str(repo), str(tmp_path), str(tmp_path / "none"))
+    real = str(repo / "pkg" / "own.py")
+    assert describer.real_path(str(outside / "vendored.py")) == str(outside / "vendored.py")
+    assert describer.real_path(str(outside / "linked.py")) == real  # a file link
+    assert describer.real_path(str(outside / "pkg_link" / "own.py")) == real  # a directory link
+    # A link made after its directory was listed is still followed.
+    (outside / "later.py").symlink_to(repo / "pkg" / "own.py")
+    assert describer.real_path(str(outside / "later.py")) == real
+    assert describer.in_repository_file(str(outside / "linked.py"))
+    assert not describer.in_repository_file(str(outside / "vendored.py"))
