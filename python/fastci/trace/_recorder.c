@@ -424,13 +424,21 @@ static int rearm(Recorder *self) {
 static int rearm(Recorder *self) { return 0; }
 #endif
 
+/* Two new empty lists for the records to come; -1 if out of memory. */
+static int new_record_lists(PyObject **functions, PyObject **imports) {
+  *functions = PyList_New(0);
+  *imports = PyList_New(0);
+  if (*functions && *imports)
+    return 0;
+  Py_CLEAR(*functions);
+  Py_CLEAR(*imports);
+  return -1;
+}
+
 static PyObject *Recorder_take(Recorder *self, PyObject *unused) {
-  PyObject *functions = PyList_New(0), *imports = PyList_New(0);
-  if (!functions || !imports) {
-    Py_XDECREF(functions);
-    Py_XDECREF(imports);
+  PyObject *functions, *imports;
+  if (new_record_lists(&functions, &imports) < 0)
     return NULL;
-  }
   PyObject *result = PyTuple_Pack(2, self->functions, self->imports);
   if (!result) {
     Py_DECREF(functions);
@@ -446,12 +454,9 @@ static PyObject *Recorder_take(Recorder *self, PyObject *unused) {
  * the parent still reports. Releasing them would touch (and so copy) every
  * page of every code object they hold; the few bytes stay allocated. */
 static PyObject *Recorder_forget(Recorder *self, PyObject *unused) {
-  PyObject *functions = PyList_New(0), *imports = PyList_New(0);
-  if (!functions || !imports) {
-    Py_XDECREF(functions);
-    Py_XDECREF(imports);
+  PyObject *functions, *imports;
+  if (new_record_lists(&functions, &imports) < 0)
     return NULL;
-  }
   self->functions = functions; /* the inherited lists are left as they are */
   self->imports = imports;
   Py_RETURN_NONE;
@@ -639,8 +644,8 @@ static int capture_stack(PyObject *counts, PyObject *codes,
     for (PyFrameObject *frame = top; frame;) {
       PyCodeObject *code = PyFrame_GetCode(frame);
       if (result == 0)
-        result = PyDict_SetItem(codes, PyList_GET_ITEM(key, i),
-                                (PyObject *)code);
+        result =
+            PyDict_SetItem(codes, PyList_GET_ITEM(key, i), (PyObject *)code);
       Py_DECREF(code);
       i += 2;
       PyFrameObject *back = PyFrame_GetBack(frame);
