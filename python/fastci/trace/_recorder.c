@@ -37,6 +37,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <string.h>
 #if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE
 #include <internal/pycore_frame.h>
@@ -686,7 +687,85 @@ static PyObject *recorder_capture(PyObject *module, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* A C audit hook that hands the named events to a Python callable. With a
+ * Python hook (sys.addaudithook) every audit event of the process costs a
+ * Python call, and on 3.11 every id() and frame.f_code is one; here the
+ * others cost a few string comparisons. */
+typedef struct {
+  PyObject *callback;
+  Py_ssize_t count;
+  char **events;
+} AuditFilter;
+
+static int filtered_audit_hook(const char *event, PyObject *args,
+                               void *data) {
+  AuditFilter *filter = data;
+  Py_ssize_t i = 0;
+  while (i < filter->count && strcmp(event, filter->events[i]) != 0)
+    ++i;
+  if (i == filter->count)
+    return 0;
+  PyObject *name = PyUnicode_FromString(event);
+  PyObject *result =
+      name ? PyObject_CallFunctionObjArgs(filter->callback, name, args, NULL)
+           : NULL;
+  Py_XDECREF(name);
+  /* Nothing may disturb the program: a failing callback loses the event. */
+  if (!result)
+    PyErr_Clear();
+  Py_XDECREF(result);
+  return 0;
+}
+
+/* add_audit_hook(callback, events): callback(event, args) for the audit
+ * events named in the tuple \p events only. Like every audit hook, it
+ * stays for the life of the process. */
+static PyObject *recorder_add_audit_hook(PyObject *module, PyObject *args) {
+  PyObject *callback, *events;
+  if (!PyArg_ParseTuple(args, "OO!:add_audit_hook", &callback, &PyTuple_Type,
+                        &events))
+    return NULL;
+  if (!PyCallable_Check(callback)) {
+    PyErr_SetString(PyExc_TypeError, "add_audit_hook() wants a callable");
+    return NULL;
+  }
+  Py_ssize_t count = PyTuple_GET_SIZE(events);
+  AuditFilter *filter = PyMem_RawCalloc(1, sizeof(AuditFilter));
+  char **names = PyMem_RawCalloc(count ? count : 1, sizeof(char *));
+  if (!filter || !names) {
+    PyMem_RawFree(filter);
+    PyMem_RawFree(names);
+    return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < count; ++i) {
+    const char *name = PyUnicode_Check(PyTuple_GET_ITEM(events, i))
+                           ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(events, i))
+                           : NULL;
+    names[i] = name ? PyMem_RawMalloc(strlen(name) + 1) : NULL;
+    if (!names[i]) {
+      for (Py_ssize_t j = 0; j < i; ++j)
+        PyMem_RawFree(names[j]);
+      PyMem_RawFree(names);
+      PyMem_RawFree(filter);
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "event names must be str");
+      return NULL;
+    }
+    strcpy(names[i], name);
+  }
+  Py_INCREF(callback);
+  filter->callback = callback;
+  filter->count = count;
+  filter->events = names;
+  if (PySys_AddAuditHook(filtered_audit_hook, filter) < 0)
+    return NULL; /* the filter stays allocated: a hook may hold it */
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"add_audit_hook", recorder_add_audit_hook, METH_VARARGS,
+     "add_audit_hook(callback, events): callback(event, args) for the named "
+     "audit events only, from a C hook."},
     {"capture", recorder_capture, METH_VARARGS,
      "capture(frames, counts, skip_ident, codes): sampler.capture() in C."},
 #if PY_VERSION_HEX >= 0x030B0000

@@ -189,20 +189,25 @@ class FrameDescriber:
 
         A process describes the files of every module it imported (a
         thousand with torch), most in a few directories; realpath would
-        lstat each component of each of them. This resolves a directory
-        once and lists it once (which entries are symbolic links); only a
-        name the listing lacks (created since) is lstat'ed."""
+        lstat each component of each of them. This lists each directory
+        once (which entries are symbolic links) and resolves it through
+        its parent's listing; only a name a listing lacks (created since)
+        is lstat'ed."""
         directory, name = os.path.split(path)
-        if not name or name in (os.curdir, os.pardir):
+        if not name or name in (os.curdir, os.pardir) or directory == path:
             return os.path.realpath(path)
-        known = self._real_dirs.get(directory)
-        if known is None:
-            known = self._real_dirs[directory] = (os.path.realpath(directory),
-                                                  *_list_links(directory))
-        real, names, links = known
+        real, names, links = self._directory(directory)
         if name in links or (name not in names and os.path.islink(path)):
             return os.path.realpath(path)
         return os.path.join(real, name)
+
+    def _directory(self, directory):
+        """(real path, names, names of links) of `directory`, listed once."""
+        known = self._real_dirs.get(directory)
+        if known is None:
+            known = self._real_dirs[directory] = (self.real_path(directory),
+                                                  *_list_links(directory))
+        return known
 
     def _relative(self, path):
         if path.startswith(self._root):

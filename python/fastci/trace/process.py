@@ -8,7 +8,8 @@ can end still leaves a complete file: atexit for normal exits, a SIGTERM
 handler that flushes and then lets the signal take its normal effect, an
 at-fork hook that gives fork children their own thread and file, and a
 multiprocessing finalizer for fork workers, which leave via os._exit() and
-so skip atexit. An audit hook (sys.addaudithook, which cannot be removed
+so skip atexit. An audit hook (recorder.add_audit_hook: a C hook that sees
+only the events named, where the extension loads; it cannot be removed
 again, so it checks for a running sampler first) records the repository
 files each test opens for reading, and refreshes the rank a child inherits
 right before the process starts one (see sampler.own_ranks).
@@ -25,6 +26,7 @@ import threading
 from collections.abc import Mapping
 
 from . import config as _config
+from . import recorder as _recorder
 from .sampler import Sampler
 
 _sampler = None
@@ -95,7 +97,7 @@ def _install_hooks():
     atexit.register(stop)
     os.register_at_fork(after_in_child=_after_fork_in_child)
     _install_sigterm_handler()
-    sys.addaudithook(_on_audit)
+    _recorder.add_audit_hook(_on_audit, ("open",) + tuple(sorted(_SPAWN_EVENTS)))
 
 
 # Suffixes never recorded as file dependencies: Python sources (their

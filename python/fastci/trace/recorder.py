@@ -103,6 +103,40 @@ def _load_extension():
         return None
 
 
+_EXTENSIONS = {}  # path -> the module loaded from it
+
+
+def extension():
+    """The `_recorder` extension for this interpreter, loaded once per path; None if none."""
+    if _MONITORING:
+        return None
+    path = find_extension()
+    if path is None:
+        return None
+    if path not in _EXTENSIONS:
+        _EXTENSIONS[path] = _load_extension()
+    return _EXTENSIONS[path]
+
+
+def add_audit_hook(callback, events):
+    """Call `callback(event, args)` for the audit events named in `events` only.
+
+    Through the extension's C hook where it loads: a Python hook costs a
+    Python call for every audit event of the process, and on 3.11 every
+    id() and frame.f_code is one. Otherwise sys.addaudithook. Either way
+    the hook stays for the life of the process."""
+    module = extension()
+    if module is not None and hasattr(module, "add_audit_hook"):
+        module.add_audit_hook(callback, tuple(events))
+        return
+    wanted = frozenset(events)
+
+    def hook(event, args):
+        if event in wanted:
+            callback(event, args)
+    sys.addaudithook(hook)
+
+
 def claim_tool_id():
     """The first free sys.monitoring tool id of _TOOL_IDS, now ours; None if all are taken."""
     for tool in _TOOL_IDS:
@@ -197,7 +231,7 @@ class FunctionRecorder:
             return False
         if _MONITORING:
             return self._start_monitoring()
-        module = _load_extension()
+        module = extension()
         if module is None:
             return False
         self.native_capture = getattr(module, "capture", None)
@@ -295,7 +329,7 @@ class FunctionRecorder:
         _armed_recorder = self
         if not _audit_hook_installed:
             _audit_hook_installed = True  # an audit hook cannot be removed again
-            sys.addaudithook(_on_audit)
+            add_audit_hook(_on_audit, ("exec",))
         try:
             self._arm_functions()
         except arming.ArmingError as e:

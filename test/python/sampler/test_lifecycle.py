@@ -141,3 +141,34 @@ def test_real_path_lists_each_directory_once_and_follows_links(tmp_path):
     assert describer.real_path(str(outside / "later.py")) == real
     assert describer.in_repository_file(str(outside / "linked.py"))
     assert not describer.in_repository_file(str(outside / "vendored.py"))
+
+
+def test_audit_hooks_see_only_the_events_they_name(tmp_path):
+    """The C hook (and the sys.addaudithook fallback) calls back for the named
+    events only: the id() and f_code events of every frame a program walks
+    cost no Python call."""
+    script = tmp_path / "hooks.py"
+    script.write_text(
+        "import os, sys\n"
+        "from fastci.trace import recorder\n"
+        "seen = []\n"
+        "recorder.add_audit_hook(lambda event, args: seen.append((event, args[0])),\n"
+        "                        ('open', 'fastci.test'))\n"
+        "id(seen); sys._getframe().f_code\n"
+        "open(os.devnull).close()\n"
+        "sys.audit('fastci.test', 42)\n"
+        "print(recorder.extension() is not None, sorted({e for e, _ in seen}),\n"
+        "      ('fastci.test', 42) in seen, any(a == os.devnull for e, a in seen if e == 'open'))\n")
+    import subprocess
+    from conftest import PYTHON, clean_env
+    for setting in (None, "off"):
+        env = clean_env()
+        if setting:
+            env[trace_recorder.ENV_RECORDER] = setting
+        out = subprocess.run([PYTHON, str(script)], env=env, capture_output=True, text=True,
+                             check=True).stdout.split()
+        assert out[1:] == ["['fastci.test',", "'open']", "True", "True"], (setting, out)
+        if setting == "off":
+            assert out[0] == "False"  # the sys.addaudithook fallback
+        elif trace_recorder._load_extension() is not None:
+            assert out[0] == "True"  # the C hook
