@@ -616,9 +616,12 @@ static int capture_stack(PyObject *counts, PyObject *codes,
                  PyList_Append(key, lasti) < 0;
     Py_XDECREF(id);
     Py_XDECREF(lasti);
+    /* Materializing the caller's frame object can fail (memory). */
     PyFrameObject *back = failed ? NULL : PyFrame_GetBack(frame);
+    failed = failed || (!back && PyErr_Occurred());
     Py_DECREF(frame);
     if (failed) {
+      Py_XDECREF(back);
       Py_DECREF(key);
       return -1;
     }
@@ -638,12 +641,17 @@ static int capture_stack(PyObject *counts, PyObject *codes,
     Py_XDECREF(one);
     Py_XDECREF(next);
   } else if (!PyErr_Occurred()) {
-    /* A new stack: keep its code objects alive, so its ids stay unique. */
+    /* A new stack: keep its code objects alive, so its ids stay unique.
+     * The walk meets the frame objects the first one made. */
     result = 0;
     Py_ssize_t i = 0;
     Py_INCREF(top);
     for (PyFrameObject *frame = top; frame;) {
       PyCodeObject *code = PyFrame_GetCode(frame);
+      if (result == 0 && i >= PyList_GET_SIZE(key)) {
+        PyErr_SetString(PyExc_RuntimeError, "stack changed during capture");
+        result = -1;
+      }
       if (result == 0)
         result =
             PyDict_SetItem(codes, PyList_GET_ITEM(key, i), (PyObject *)code);
@@ -697,8 +705,7 @@ typedef struct {
   char **events;
 } AuditFilter;
 
-static int filtered_audit_hook(const char *event, PyObject *args,
-                               void *data) {
+static int filtered_audit_hook(const char *event, PyObject *args, void *data) {
   AuditFilter *filter = data;
   Py_ssize_t i = 0;
   while (i < filter->count && strcmp(event, filter->events[i]) != 0)

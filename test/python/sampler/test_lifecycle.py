@@ -172,3 +172,15 @@ def test_audit_hooks_see_only_the_events_they_name(tmp_path):
             assert out[0] == "False"  # the sys.addaudithook fallback
         elif trace_recorder._load_extension() is not None:
             assert out[0] == "True"  # the C hook
+
+
+def test_add_audit_hook_rejects_bad_arguments():
+    module = trace_recorder._load_extension()
+    if module is None or not hasattr(module, "add_audit_hook"):
+        pytest.skip("no _recorder extension for this interpreter")
+    with pytest.raises(TypeError):
+        module.add_audit_hook(1, ("open",))
+    with pytest.raises(TypeError):
+        module.add_audit_hook(lambda event, args: None, ("open", 1))
+    with pytest.raises(TypeError):
+        module.add_audit_hook(lambda event, args: None, ["open"])
