@@ -88,10 +88,11 @@ def find_extension():
     return None
 
 
-def _load_extension():
+def _load_extension(path=None):
+    """A fresh load of the extension at `path` (default: find_extension()), or None."""
     if _MONITORING:
         return None
-    path = find_extension()
+    path = path or find_extension()
     if path is None:
         return None
     try:
@@ -114,7 +115,7 @@ def extension():
     if path is None:
         return None
     if path not in _EXTENSIONS:
-        _EXTENSIONS[path] = _load_extension()
+        _EXTENSIONS[path] = _load_extension(path)
     return _EXTENSIONS[path]
 
 

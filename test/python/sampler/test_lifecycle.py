@@ -89,7 +89,7 @@ def _parked(depth, started, release):
 
 
 def test_native_capture_matches_the_python_capture():
-    module = trace_recorder._load_extension()
+    module = trace_recorder.extension()
     if module is None or not hasattr(module, "capture"):
         pytest.skip("no _recorder extension for this interpreter")
     started, release = threading.Event(), threading.Event()
@@ -170,12 +170,12 @@ def test_audit_hooks_see_only_the_events_they_name(tmp_path):
         assert out[1:] == ["['fastci.test',", "'open']", "True", "True"], (setting, out)
         if setting == "off":
             assert out[0] == "False"  # the sys.addaudithook fallback
-        elif trace_recorder._load_extension() is not None:
+        elif trace_recorder.extension() is not None:
             assert out[0] == "True"  # the C hook
 
 
 def test_add_audit_hook_rejects_bad_arguments():
-    module = trace_recorder._load_extension()
+    module = trace_recorder.extension()
     if module is None or not hasattr(module, "add_audit_hook"):
         pytest.skip("no _recorder extension for this interpreter")
     with pytest.raises(TypeError):
