@@ -194,7 +194,7 @@ class FrameDescriber:
         its parent's listing; only a name a listing lacks (created since)
         is lstat'ed."""
         directory, name = os.path.split(path)
-        if not name or name in (os.curdir, os.pardir) or directory == path:
+        if not name or name in (os.curdir, os.pardir):
             return os.path.realpath(path)
         real, names, links = self._directory(directory)
         if name in links or (name not in names and os.path.islink(path)):
