@@ -439,7 +439,8 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
     // dependency files) keep their own handling.
     if ((!rule || (rule->action != PolicyAction::Python &&
                    rule->action != PolicyAction::All &&
-                   rule->action != PolicyAction::DirectoryTests)) &&
+                   rule->action != PolicyAction::DirectoryTests &&
+                   rule->action != PolicyAction::Dependencies)) &&
         mapReadingTests(file, rule, record))
       continue;
     if (!rule) {
@@ -482,6 +483,12 @@ LogicalResult ChangeMapper::Impl::map(const Patch &patch) {
       break;
     case PolicyAction::All:
       mapRunAll(file, *rule, record);
+      break;
+    case PolicyAction::Dependencies:
+      mapDependencies(file, *rule, record);
+      break;
+    case PolicyAction::Scripts:
+      mapScripts(file, *rule, record);
       break;
     }
   }

@@ -484,6 +484,51 @@ bool ChangeMapper::Impl::mapReadingTests(const FileDiff &file,
   return true;
 }
 
+void ChangeMapper::Impl::mapScripts(const FileDiff &file,
+                                    const PolicyRule &rule,
+                                    ChangedFile &record) {
+  // No test ran this script (mapReadingTests found none): it can still run
+  // from a script a test ran, and from nothing else a test does (a Python
+  // child records its own spawns).
+  std::set<TestId> runners;
+  std::vector<std::string> scripts;
+  for (const EvidenceRecord &evidence : module.getEvidence()) {
+    const Attribute *reads = evidence.attrs.lookup(evidence::attr::kReads);
+    if (evidence.test == kNoTest || !reads || !reads->isList())
+      continue;
+    for (const Attribute &read : reads->getList()) {
+      std::optional<StringRef> path = read.asString();
+      if (!path || llvm::none_of(rule.globs, [&](const std::string &glob) {
+            return matchPolicyGlob(glob, *path);
+          }))
+        continue;
+      runners.insert(evidence.test);
+      if (!llvm::is_contained(scripts, *path))
+        scripts.push_back(path->str());
+    }
+  }
+  if (runners.empty()) {
+    setDecision(record, FileDecision::Ignore);
+    record.attrs.set(diff::attr::kReason,
+                     Attribute::getString("no test ran it or any other " +
+                                          rule.category + " file"));
+    return;
+  }
+  std::vector<std::string> names;
+  for (TestId test : runners)
+    names.push_back(module.getTest(test).name.str());
+  llvm::sort(scripts);
+  setDecision(record, FileDecision::Tests);
+  record.attrs.set(diff::attr::kTests, Attribute::getStringList(names));
+  record.attrs.set(
+      diff::attr::kReason,
+      Attribute::getString(
+          llvm::formatv("no test ran '{0}'; {1} test(s) ran {2}, which may "
+                        "run it",
+                        file.getPath(), names.size(), llvm::join(scripts, ", "))
+              .str()));
+}
+
 /// The name a native extension built from \p name is imported under, with
 /// the suffixes build systems add (`fused_adam_cuda` -> `fused_adam`).
 static StringRef getExtensionStem(StringRef name) {

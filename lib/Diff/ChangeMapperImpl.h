@@ -303,6 +303,14 @@ private:
                     ChangedFile &record);
   bool mapReadingTests(const FileDiff &file, const PolicyRule *rule,
                        ChangedFile &record);
+  /// A `dependencies` rule: the tests whose evidence imported (or tried to
+  /// import) a package of the distributions the changed lines name.
+  void mapDependencies(const FileDiff &file, const PolicyRule &rule,
+                       ChangedFile &record);
+  /// A `scripts` rule for a script no test ran: the tests that ran another
+  /// script the rule matches.
+  void mapScripts(const FileDiff &file, const PolicyRule &rule,
+                  ChangedFile &record);
   void forceAll(ChangedFile &record, const llvm::Twine &reason);
   PendingChange &addNew(ChangeKind kind, const FileIndex &index, EntityId id,
                         StringRef path);

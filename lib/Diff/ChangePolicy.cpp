@@ -30,6 +30,10 @@ llvm::StringRef fastci::stringifyPolicyAction(PolicyAction action) {
     return "all";
   case PolicyAction::DirectoryTests:
     return "directory";
+  case PolicyAction::Dependencies:
+    return "dependencies";
+  case PolicyAction::Scripts:
+    return "scripts";
   }
   return "all";
 }
@@ -209,7 +213,9 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
                 PolicyAction::ReferencingTests,
                 PolicyAction::Extension,
                 PolicyAction::All,
-                PolicyAction::DirectoryTests};
+                PolicyAction::DirectoryTests,
+                PolicyAction::Dependencies,
+                PolicyAction::Scripts};
             for (PolicyAction candidate : kActions)
               if (action == stringifyPolicyAction(candidate)) {
                 rule.action = candidate;
@@ -218,8 +224,9 @@ LogicalResult PolicyParser::parseRule(const YAMLNode &node) {
               }
             return emitError(value, "unknown action '" + action +
                                         "'; expected 'ignore', 'python', "
-                                        "'tests', 'extension', 'all' or "
-                                        "'directory'");
+                                        "'tests', 'extension', 'all', "
+                                        "'directory', 'dependencies' or "
+                                        "'scripts'");
           })))
     return failure();
   if (rule.globs.empty())

@@ -112,6 +112,9 @@ struct RecordBuilder {
   uint64_t importSamples = 0;
   std::set<EntityId> functions, importFunctions, imports;
   std::set<std::string> reads;
+  /// True while every file merged recorded its packages (sampler >= 2.1).
+  bool packagesKnown = true;
+  std::set<std::string> packages;
 };
 
 /// What identifies a merged record; also its order in the module.
@@ -268,6 +271,11 @@ private:
   /// module's hold it not, and its test file is one the module parsed or is
   /// gone from the repository.
   bool isGone(llvm::StringRef name, const Module *recorded) const;
+  /// Sets the module's dictionary \p name (distribution -> names) to
+  /// \p table joined with what an earlier merge left there.
+  void addDistributionTable(
+      llvm::StringRef name,
+      std::map<std::string, std::set<std::string>> &table) const;
   /// The state of a file's evidence.
   EvidenceState classify(const EvidenceFile &file,
                          const FrameResolver &resolver) const;
@@ -283,6 +291,10 @@ private:
   std::map<EntityId, std::set<EntityId>> importTime;
   /// Files per recording interpreter.
   std::map<std::string, uint64_t> executables;
+  /// Per distribution, the modules it provides, the distributions it
+  /// requires and its installed versions (`@p`, `@q`, `@v`), from every
+  /// file.
+  std::map<std::string, std::set<std::string>> provides, requirements, versions;
   /// Tests with a corrupt compact file: they get no evidence at all.
   std::set<TestId> corruptTests;
   /// Tests whose evidence was dropped because they no longer exist.
@@ -417,6 +429,25 @@ EvidenceState Merger::classify(const EvidenceFile &file,
                                                          : EvidenceState::Fresh;
 }
 
+void Merger::addDistributionTable(
+    llvm::StringRef name,
+    std::map<std::string, std::set<std::string>> &table) const {
+  if (const Attribute *old = module.getAttrs().lookup(name);
+      old && old->isDict())
+    for (const auto &[dist, names] : old->getDict())
+      if (names.isList())
+        for (const Attribute &entry : names.getList())
+          if (std::optional<llvm::StringRef> text = entry.asString())
+            table[dist].insert(text->str());
+  if (table.empty())
+    return;
+  AttrDict byDistribution;
+  for (const auto &[dist, names] : table)
+    byDistribution.set(dist, Attribute::getStringList(std::vector<std::string>(
+                                 names.begin(), names.end())));
+  module.getAttrs().set(name, Attribute::getDict(std::move(byDistribution)));
+}
+
 void Merger::merge(llvm::StringRef path,
                    std::unique_ptr<llvm::MemoryBuffer> buffer,
                    EvidenceFile &file, const FrameResolver &resolver,
@@ -436,6 +467,12 @@ void Merger::merge(llvm::StringRef path,
   }
   if (!file.header.executable.empty())
     ++executables[file.header.executable];
+  for (const auto &[dist, name] : file.provides)
+    provides[dist].insert(name);
+  for (const auto &[dist, required] : file.requirements)
+    requirements[dist].insert(required);
+  for (const auto &[dist, version] : file.versions)
+    versions[dist].insert(version);
   for (auto [module, entity] : file.importFunctions)
     if (module != kNoEntity)
       importTime[module].insert(entity);
@@ -475,6 +512,8 @@ void Merger::merge(llvm::StringRef path,
     record.importFunctions.insert(entity);
   record.imports.insert(file.imports.begin(), file.imports.end());
   record.reads.insert(file.reads.begin(), file.reads.end());
+  record.packagesKnown &= file.header.packagesRecorded;
+  record.packages.insert(file.packages.begin(), file.packages.end());
 
   llvm::SmallVector<FrameId, 64> frames;
   frames.reserve(file.frames.size());
@@ -613,6 +652,12 @@ void Merger::finish() {
       attrs.set(evidence::attr::kReads,
                 Attribute::getStringList(std::vector<std::string>(
                     builder.reads.begin(), builder.reads.end())));
+    // Present, even empty, only when every process said what it imported:
+    // a record without it may depend on any package.
+    if (builder.packagesKnown)
+      attrs.set(evidence::attr::kExternalImports,
+                Attribute::getStringList(std::vector<std::string>(
+                    builder.packages.begin(), builder.packages.end())));
     if (builder.importSamples)
       attrs.set(evidence::attr::kImportSamples,
                 Attribute::getInt(builder.importSamples));
@@ -698,6 +743,9 @@ void Merger::finish() {
     module.getAttrs().set(evidence::attr::kImportTimeEntities,
                           Attribute::getDict(std::move(byModule)));
   }
+  addDistributionTable(evidence::attr::kDistributionModules, provides);
+  addDistributionTable(evidence::attr::kDistributionRequires, requirements);
+  addDistributionTable(evidence::attr::kDistributionVersions, versions);
   if (!executables.empty()) {
     // The most common interpreter; ties go to the first name.
     auto best = executables.begin();

@@ -654,6 +654,10 @@ void Reader::read() {
   unique(file.importFunctions);
   unique(file.imports);
   unique(file.reads);
+  unique(file.packages);
+  unique(file.provides);
+  unique(file.requirements);
+  unique(file.versions);
 }
 
 bool Reader::readHeader(size_t &pos, unsigned &lineNo) {
@@ -810,6 +814,8 @@ void Reader::readHeaderLine(llvm::StringRef line, size_t offset,
     int64_t value = 0;
     parseInt(value);
     header.importSamples = value > 0 ? value : 0;
+  } else if (header.version >= 2 && key == "packages") {
+    header.packagesRecorded = true;
   } else if (header.version >= 2 && key == "external-samples") {
     int64_t value = 0;
     parseInt(value);
@@ -986,6 +992,31 @@ void Reader::readEntityLine(llvm::StringRef line, size_t offset,
       }
     }
     file.reads.push_back(relative.str());
+  } else if (tag == "@x" || tag == "@p" || tag == "@q" || tag == "@v") {
+    // Names outside the repository: decoded, never resolved.
+    llvm::SmallVector<llvm::StringRef, 2> fields;
+    rest.split(fields, ' ');
+    size_t arity = tag == "@x" ? 1 : 2;
+    if (fields.size() != arity || llvm::is_contained(fields, ""))
+      return fail(restColumn, "expected '" + tag +
+                                  (arity == 1 ? " name'" : " name name'") +
+                                  "; line ignored");
+    std::string names[2];
+    size_t column = restColumn;
+    for (size_t i = 0; i < arity; ++i) {
+      size_t errorAt = 0;
+      if (!percentDecode(fields[i], names[i], errorAt))
+        return fail(column + errorAt,
+                    "malformed '%' escape in name; line ignored");
+      column += fields[i].size() + 1;
+    }
+    if (tag == "@x")
+      file.packages.push_back(std::move(names[0]));
+    else
+      (tag == "@p"   ? file.provides
+       : tag == "@q" ? file.requirements
+                     : file.versions)
+          .emplace_back(std::move(names[0]), std::move(names[1]));
   } else {
     // A later writer's kind of entity: this reader cannot use it, and the
     // rest of the file stays valid.

@@ -48,6 +48,8 @@ llvm::StringRef fastci::stringifySelectionRule(SelectionRule rule) {
     return "referenced-file";
   case SelectionRule::ReadsFile:
     return "reads-file";
+  case SelectionRule::ImportsDependency:
+    return "imports-dependency";
   case SelectionRule::ImportTime:
     return "import-time";
   case SelectionRule::ModuleName:
@@ -317,6 +319,30 @@ void Selector::applyPolicy() {
           return ("reads-file: its evidence read changed '" + file.path + "'")
               .str();
         });
+      break;
+    }
+    case FileDecision::Packages: {
+      // Evidence says whose processes imported the changed distributions.
+      Attribute names = file.attrs.get(diff::attr::kImporters);
+      std::string packages;
+      if (Attribute list = file.attrs.get(diff::attr::kDistributions);
+          list.isList())
+        for (const Attribute &name : list.getList())
+          if (std::optional<llvm::StringRef> text = name.asString())
+            packages += (packages.empty() ? "" : ", ") + text->str();
+      for (const Attribute &name :
+           names.isList() ? names.getList() : llvm::ArrayRef<Attribute>()) {
+        TestId test =
+            name.isString() ? module.lookupTest(name.getString()) : kNoTest;
+        if (test == kNoTest)
+          continue;
+        verdicts[test].offer(SelectionRule::ImportsDependency, [&] {
+          return ("imports-dependency: its processes import a package of "
+                  "the distributions whose requirements '" +
+                  file.path + "' changes (" + packages + ")")
+              .str();
+        });
+      }
       break;
     }
     case FileDecision::Python:

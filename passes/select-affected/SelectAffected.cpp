@@ -105,6 +105,9 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
                          "Tests selected for a changed file routed to them"};
   Statistic byReadsFile{this, "rule-reads-file",
                         "Tests selected because they read a changed file"};
+  Statistic byImportsDependency{this, "rule-imports-dependency",
+                                "Tests selected because they import a "
+                                "package whose pin changed"};
   Statistic byImportTime{this, "rule-import-time",
                          "Tests selected because changed code runs when "
                          "their processes import a module"};
@@ -149,10 +152,12 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
     numChanges += stats.changes;
     numUnreached += stats.unreachedChanges;
     Statistic *byRule[] = {
-        &byPolicyAll,   &byChangedTest, &byParseError, &byMissing,
-        &byStale,       &byUnverified,  &byReferenced, &byReadsFile,
-        &byImportTime,  &byModuleName,  &byModuleCode, &bySampledCaller,
-        &byStaticReach, &bySamePackage, &byTestEntry,  &byExecutes};
+        &byPolicyAll,     &byChangedTest, &byParseError,
+        &byMissing,       &byStale,       &byUnverified,
+        &byReferenced,    &byReadsFile,   &byImportsDependency,
+        &byImportTime,    &byModuleName,  &byModuleCode,
+        &bySampledCaller, &byStaticReach, &bySamePackage,
+        &byTestEntry,     &byExecutes};
     static_assert(std::size(byRule) == kNumSelectionRules - 1,
                   "one statistic per selecting rule");
     for (auto [index, statistic] : llvm::enumerate(byRule))

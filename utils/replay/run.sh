@@ -5,7 +5,8 @@
 #   utils/replay/run.sh [DIR] [STATE]      # defaults: build/replay, DIR/state
 #   TRUTH=OLDSTATE utils/replay/run.sh [DIR] [STATE]
 #
-# Both replays run side by side (nice'd; SEQUENTIAL=1: one after the other);
+# Both replays run side by side (nice'd; SEQUENTIAL=1: one after the other;
+# REPOS=ignite: only that one);
 # each is resumable: rerun the same
 # command after an interruption. FASTCI_OPT (default build/bin/fastci-opt)
 # names the fastci-opt under test. With TRUTH, only FastCI is re-scored
@@ -63,26 +64,39 @@ run_ignite() {
     --ignore tests/ignite/handlers/test_lr_finder.py -k "$IGNITE_SLOW"
 }
 
+# REPOS: which replays to run (default both), e.g. REPOS=ignite.
+read -r -a repos <<<"${REPOS:-accelerate ignite}"
+for repo in "${repos[@]}"; do
+  case "$repo" in
+    accelerate|ignite) ;;
+    *) echo "run.sh: unknown repository '$repo' in REPOS (accelerate, ignite)" >&2; exit 2 ;;
+  esac
+done
 began=$(date +%s)
-if [ -n "${SEQUENTIAL:-}" ]; then
-  # One after the other (a shared machine): each line says its own time.
-  run_accelerate > "$STATE/accelerate.out" 2>&1; rc_a=$?
-  echo "accelerate replay: exit $rc_a after $(( $(date +%s) - began ))s"
-  began=$(date +%s)
-  run_ignite > "$STATE/ignite.out" 2>&1; rc_i=$?
-  echo "ignite replay: exit $rc_i after $(( $(date +%s) - began ))s"
-else
-  run_accelerate > "$STATE/accelerate.out" 2>&1 &
-  a=$!
-  run_ignite > "$STATE/ignite.out" 2>&1 &
-  i=$!
-  wait $a; rc_a=$?
-  echo "accelerate replay: exit $rc_a after $(( $(date +%s) - began ))s"
-  wait $i; rc_i=$?
-  echo "ignite replay: exit $rc_i after $(( $(date +%s) - began ))s"
+declare -A pids rcs
+for repo in "${repos[@]}"; do
+  if [ -n "${SEQUENTIAL:-}" ]; then
+    # One after the other (a shared machine): each line says its own time.
+    "run_$repo" > "$STATE/$repo.out" 2>&1; rcs[$repo]=$?
+    echo "$repo replay: exit ${rcs[$repo]} after $(( $(date +%s) - began ))s"
+    began=$(date +%s)
+  else
+    "run_$repo" > "$STATE/$repo.out" 2>&1 &
+    pids[$repo]=$!
+  fi
+done
+if [ -z "${SEQUENTIAL:-}" ]; then
+  for repo in "${repos[@]}"; do
+    wait "${pids[$repo]}"; rcs[$repo]=$?
+    echo "$repo replay: exit ${rcs[$repo]} after $(( $(date +%s) - began ))s"
+  done
 fi
-if [ $rc_a -ne 0 ] || [ $rc_i -ne 0 ]; then
-  grep -h "error:" "$STATE/accelerate.out" "$STATE/ignite.out" >&2
-  exit 1
-fi
-/usr/bin/python3 -m fastci.cli replay --report "$STATE/accelerate" "$STATE/ignite"
+states=()
+for repo in "${repos[@]}"; do
+  states+=("$STATE/$repo")
+  if [ "${rcs[$repo]}" -ne 0 ]; then
+    grep -h "error:" "$STATE/$repo.out" >&2
+    exit 1
+  fi
+done
+/usr/bin/python3 -m fastci.cli replay --report "${states[@]}"

@@ -38,14 +38,22 @@ enum class PolicyAction : uint8_t {
   Extension,
   /// Affects every test.
   All,
+  /// A pip requirements or constraints file: the tests whose processes
+  /// import the distributions its changed lines name; every test for a line
+  /// naming none (`-r`, `-e`, a URL).
+  Dependencies,
   /// Python code whose changes reach the tests at or below its directory
   /// as well (pytest's `conftest.py` scope): mapped like Python, plus those
   /// tests; every test for a file at the repository root.
   DirectoryTests,
+  /// A script no test is known to run (shell, batch, PowerShell): the
+  /// tests whose evidence ran another script the rule matches, since one
+  /// script may run another; none when no test ran one.
+  Scripts,
 };
 
 /// The keyword naming \p action in a policy file (`ignore`, `python`,
-/// `tests`, `extension`, `all`, `directory`).
+/// `tests`, `extension`, `all`, `directory`, `dependencies`, `scripts`).
 llvm::StringRef stringifyPolicyAction(PolicyAction action);
 
 /// One `rules:` entry.

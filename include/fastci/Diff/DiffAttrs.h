@@ -131,6 +131,21 @@ inline constexpr llvm::StringLiteral kRegisteredBy = "registered_by";
 /// it (record attribute `reads`); its decision is then "reads".
 inline constexpr llvm::StringLiteral kReaders = "readers";
 
+/// String list, on a changed dependency file (policy action
+/// `dependencies`): the normalized names of the distributions whose
+/// requirement lines changed, and those they require.
+inline constexpr llvm::StringLiteral kDistributions = "distributions";
+
+/// String list, on a changed dependency file: the top-level modules those
+/// distributions provide (installed metadata from the evidence, and the
+/// conventional spelling of each name).
+inline constexpr llvm::StringLiteral kPackages = "packages";
+
+/// String list, on a changed dependency file whose decision is "packages":
+/// the tests whose processes imported, or tried to import, one of them, or
+/// whose evidence cannot say. Read by select-affected.
+inline constexpr llvm::StringLiteral kImporters = "importers";
+
 } // namespace fastci::diff::attr
 
 #endif // FASTCI_DIFF_DIFFATTRS_H

@@ -28,6 +28,9 @@ enum class FileDecision {
   Reads,
   /// The tests that import the modules the file builds (`modules`).
   Modules,
+  /// The tests whose processes imported the packages of the changed
+  /// dependency pins (`packages`), listed in `importers`.
+  Packages,
   /// Nothing runs for it (`ignore`).
   Ignore,
 };
@@ -39,6 +42,8 @@ inline constexpr EnumName<FileDecision> kFileDecisionNames[] = {
     {FileDecision::Tests, "tests", "The tests listed in `tests`"},
     {FileDecision::Reads, "reads", "The tests whose evidence read the file"},
     {FileDecision::Modules, "modules", "The importers of the built modules"},
+    {FileDecision::Packages, "packages",
+     "The importers of the changed dependencies"},
     {FileDecision::Ignore, "ignore", "Nothing runs"},
 };
 

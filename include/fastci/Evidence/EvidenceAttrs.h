@@ -63,6 +63,11 @@ inline constexpr llvm::StringLiteral kImports = "imports";
 /// String list sorted, on records: repository-relative paths of non-.py
 /// files the test's processes opened for reading. Read by select-affected.
 inline constexpr llvm::StringLiteral kReads = "reads";
+/// String list sorted, on records whose every process recorded it (sampler
+/// 2.1): the top-level modules outside the repository and the standard
+/// library the test's processes had imported or tried to import by its end.
+/// Absent: unknown (any package). Read by mark-changed (dependency pins).
+inline constexpr llvm::StringLiteral kExternalImports = "external_imports";
 /// Int, on records: samples whose stack passed through a module or class
 /// body (left out of the record's body; their entities are
 /// import_functions).
@@ -77,6 +82,22 @@ inline constexpr llvm::StringLiteral kEvidenceSuperseded =
 /// pytest's collection. Read by select-affected.
 inline constexpr llvm::StringLiteral kImportTimeEntities =
     "import_time_entities";
+/// Dict from normalized distribution name to a sorted string list, on the
+/// module: the top-level modules that installed distribution provides, for
+/// the external_imports of the evidence. Read by mark-changed.
+inline constexpr llvm::StringLiteral kDistributionModules =
+    "distribution_modules";
+/// Dict from normalized distribution name to a sorted string list, on the
+/// module: the distributions it requires (installed or not). Read by
+/// mark-changed: a changed pin may move what the distribution requires.
+inline constexpr llvm::StringLiteral kDistributionRequires =
+    "distribution_requires";
+/// Dict from normalized distribution name to a one-string list (its
+/// version), on the module: every distribution installed where pytest's
+/// process recorded. Read by mark-changed: a newly required distribution
+/// absent there may act in every process.
+inline constexpr llvm::StringLiteral kDistributionVersions =
+    "distribution_versions";
 /// String, on the module: the interpreter (sys.executable) that recorded
 /// most of the evidence files. Read by emit-plan and the plan interpreter.
 inline constexpr llvm::StringLiteral kEvidencePython = "evidence_python";

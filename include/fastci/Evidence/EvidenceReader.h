@@ -72,6 +72,9 @@ struct EvidenceHeader {
   std::string executable;
   /// Version 2: samples through a module or class body (not in the body).
   uint64_t importSamples = 0;
+  /// Version 2, sampler 2.1: a `packages` key, so the file's `@x` lines
+  /// are every package its process imported (none is a fact, not a gap).
+  bool packagesRecorded = false;
 };
 
 /// A problem found while reading, at a byte offset of the file (with its
@@ -132,6 +135,14 @@ struct EvidenceFile {
   std::vector<EntityId> imports;
   /// `@r`: files opened for reading, relative to the root when below it.
   std::vector<std::string> reads;
+  /// `@x`: top-level modules outside the repository and the standard
+  /// library that the process imported or tried to import.
+  std::vector<std::string> packages;
+  /// `@p` (distribution, module it provides), `@q` (distribution, a
+  /// distribution it requires) and `@v` (an installed distribution, its
+  /// version); distribution names normalized.
+  std::vector<std::pair<std::string, std::string>> provides, requirements,
+      versions;
 };
 
 /// Resolved frames kept across the files one thread reads. Files share most

@@ -46,6 +46,9 @@ enum class SelectionRule : uint8_t {
   ReferencedFile,
   /// The test's evidence read a changed non-Python file.
   ReadsFile,
+  /// The test's processes imported (or tried to import) a package whose
+  /// dependency pin changed.
+  ImportsDependency,
   /// Changed code runs while a module the test's processes import is being
   /// imported (a module-level effect, or a function a module body calls).
   ImportTime,

@@ -13,6 +13,11 @@ Version 2 (written since sampler 2.0) adds entity lines before the stacks:
 `@f frame` (a function first executed at test time), `@i module frame`
 (executed while `module`'s body ran), `@m path` (a repository module the
 process imported), `@r path` (a repository file it opened for reading).
+Sampler 2.1 adds `@x name` (a top-level module outside the repository and
+the standard library the process imported or tried to import) and, in
+collection files, `@p dist module` (an installed distribution provides the
+module), `@q dist required` (it requires another distribution) and
+`@v dist version` (every distribution installed).
 Version 1 files (stacks only) are still read.
 """
 
@@ -46,13 +51,18 @@ _ESCAPE_RE = re.compile("[%; \n\r@]")
 _QUALNAME_ESCAPES = dict(_ESCAPES, **{":": "%3A"})
 _QUALNAME_ESCAPE_RE = re.compile("[%; \n\r@:]")
 
-Evidence = namedtuple("Evidence", "header stacks functions import_functions imports reads")
+Evidence = namedtuple("Evidence", "header stacks functions import_functions imports reads "
+                      "packages provides requires versions", defaults=(frozenset(),) * 4)
 Evidence.__doc__ = ("A parsed evidence file: header dict, {stack: count}, and (version 2) "
                     "sets of Frame (functions), of (module path, Frame) (import_functions), "
-                    "of paths (imports, reads).")
+                    "of paths (imports, reads), of top-level module names (packages), "
+                    "of (distribution, module) (provides), of (distribution, "
+                    "required distribution) (requires) and of (distribution, version) "
+                    "(versions).")
 
 # Entity line tags of version 2, in the order writers emit them.
 TAG_FUNCTION, TAG_IMPORT, TAG_MODULE, TAG_READ = "@f", "@i", "@m", "@r"
+TAG_PACKAGE, TAG_PROVIDES, TAG_REQUIRES, TAG_VERSION = "@x", "@p", "@q", "@v"
 _PERCENT_RE = re.compile("%([0-9A-Fa-f]{2})")
 
 
@@ -104,14 +114,16 @@ def _split_count(line):
     return body, int(count)
 
 
-def render(header, stacks, functions=(), import_functions=(), imports=(), reads=()):
+def render(header, stacks, functions=(), import_functions=(), imports=(), reads=(),
+           packages=(), provides=(), requires=(), versions=()):
     """Return the full text of an evidence file.
 
     `header` maps keys to values (rendered with str(); the magic line is
     added here); `stacks` maps encoded stack lines (frames joined by `;`,
     outermost first) to counts. `functions` are encoded frames,
     `import_functions` (encoded module path, encoded frame) pairs, `imports`
-    and `reads` encoded paths. Lines are sorted for determinism.
+    and `reads` encoded paths, `packages` encoded module names, `provides`,
+    `requires` and `versions` pairs of encoded names. Lines are sorted for determinism.
     """
     out = ["# %s: %d\n" % (MAGIC_KEY, FORMAT_VERSION)]
     for key, value in header.items():
@@ -124,6 +136,12 @@ def render(header, stacks, functions=(), import_functions=(), imports=(), reads=
         out.append("%s %s\n" % (TAG_MODULE, path))
     for path in sorted(set(reads)):
         out.append("%s %s\n" % (TAG_READ, path))
+    for name in sorted(set(packages)):
+        out.append("%s %s\n" % (TAG_PACKAGE, name))
+    for tag, pairs in ((TAG_PROVIDES, provides), (TAG_REQUIRES, requires),
+                       (TAG_VERSION, versions)):
+        for first, second in sorted(set(pairs)):
+            out.append("%s %s %s\n" % (tag, first, second))
     for stack in sorted(stacks):
         out.append("%s %d\n" % (stack, stacks[stack]))
     return "".join(out)
@@ -182,6 +200,7 @@ def parse_evidence_file(text: str, filename: str = "<evidence>") -> Evidence:
     header = {}
     stacks = {}
     functions, import_functions, imports, reads = set(), set(), set(), set()
+    packages, provides, requires, versions = set(), set(), set(), set()
     body_started = False
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -209,6 +228,16 @@ def parse_evidence_file(text: str, filename: str = "<evidence>") -> Evidence:
                     if not rest:
                         raise ValueError("%s without a path" % tag)
                     (imports if tag == TAG_MODULE else reads).add(decode(rest))
+                elif tag == TAG_PACKAGE:
+                    if not rest or " " in rest:
+                        raise ValueError("expected '@x name', got %r" % line)
+                    packages.add(decode(rest))
+                elif tag in (TAG_PROVIDES, TAG_REQUIRES, TAG_VERSION):
+                    first, sep, second = rest.partition(" ")
+                    if not sep or not first or not second or " " in second:
+                        raise ValueError("expected '%s name name', got %r" % (tag, line))
+                    {TAG_PROVIDES: provides, TAG_REQUIRES: requires,
+                     TAG_VERSION: versions}[tag].add((decode(first), decode(second)))
                 else:
                     raise ValueError("unknown entity line %r" % tag)
             elif line.startswith("#"):
@@ -226,7 +255,8 @@ def parse_evidence_file(text: str, filename: str = "<evidence>") -> Evidence:
             raise EvidenceError("%s:%d: %s" % (filename, lineno, e)) from None
     if not lines:
         raise EvidenceError("%s:1: empty file" % filename)
-    return Evidence(header, stacks, functions, import_functions, imports, reads)
+    return Evidence(header, stacks, functions, import_functions, imports, reads,
+                    packages, provides, requires, versions)
 
 
 def read_evidence(path: str | os.PathLike[str]

@@ -133,6 +133,46 @@ def _on_audit(event, args):
     elif event in _SPAWN_EVENTS:
         from .sampler import export_ranks
         export_ranks(os.environ)
+        try:
+            for path in _spawned_files(event, args):
+                sampler.note_open(path)
+        except Exception:
+            pass
+
+
+def _spawned_files(event, args):
+    """The existing non-Python files a spawn names: a script it runs, a config it passes.
+
+    A shell script a test runs is a dependency nobody opens from Python
+    (bash reads it); a Python child records its own imports and opens.
+    Words of a shell command line (`sh -c "bash run.sh"`) count one by one.
+    """
+    cwd = None
+    if event == "subprocess.Popen":
+        executable, argv, cwd = args[0], args[1], args[2]
+    elif event in ("os.exec", "os.posix_spawn"):
+        executable, argv = args[0], args[1]
+    elif event == "os.system":
+        executable, argv = None, [args[0]]
+    else:
+        return ()
+    if isinstance(argv, (str, bytes)):
+        argv = [argv]
+    words = []
+    for word in ([executable] if executable is not None else []) + list(argv or ()):
+        try:
+            words.extend(os.fsdecode(word).split())
+        except TypeError:
+            continue  # a PathLike of another kind, or an int
+    base = os.fsdecode(cwd) if cwd is not None else None
+    found = []
+    for word in words:
+        if word.startswith("-") or word.endswith(_SKIPPED_SUFFIXES):
+            continue
+        path = os.path.join(base, word) if base is not None else word
+        if os.path.isfile(path):
+            found.append(path)
+    return found
 
 
 def _after_fork_in_child():

@@ -99,6 +99,9 @@ class _ItemTracer:
             self._show_reports()
 
     def pytest_unconfigure(self, config):
+        # Which distributions provide the packages the run imported: for
+        # selection on changed dependency pins (`@p`, `@q` lines).
+        self._sampler.describe_distributions()
         # A sampler started by the hook (pytest itself under `run`) keeps
         # attributing the rest of the process to the wrapper's id until exit.
         if self._owns_sampler:

@@ -41,6 +41,7 @@ import time
 
 from . import calls as _calls
 from . import evidence
+from . import packages as _packages
 from . import recorder as _recorder
 from .frames import ENTRY, FrameDescriber
 
@@ -49,7 +50,7 @@ try:  # the builtin hashlib falls back to: loading OpenSSL costs every traced pr
 except ImportError:  # pragma: no cover - a build without it
     from hashlib import sha1 as _sha1
 
-SAMPLER_VERSION = "2.0"
+SAMPLER_VERSION = "2.1"
 # Random per interpreter (fork children share it and differ by pid): made
 # once, because os.urandom costs a fork child a dozen copied pages.
 _PROCESS_TOKEN = os.urandom(3).hex()
@@ -241,6 +242,14 @@ class Sampler:
             if out.startswith(root):
                 excluded.append(out[len(root):])
         self._read_excluded = tuple(excluded)
+        # Packages: what the process imported from outside the repository
+        # (and FastCI), or tried to; the distributions behind them are
+        # described once, by pytest's process (describe_distributions).
+        self._packages = _packages.ExternalImports(
+            self._read_roots + [os.path.join(os.path.dirname(_PACKAGE_DIR), "")],
+            modules_mark, modules_since)
+        self._packages.install()
+        self._distributions = None
         self._rank, self._local_rank = own_ranks(os.environ)
         self._dist_rank = None
         export_ranks(os.environ)
@@ -555,8 +564,21 @@ class Sampler:
             return "-"
         return prefix[:prefix.rindex(":", 0, len(prefix) - 1)]
 
+    def describe_distributions(self):
+        """Map every package name seen so far to its installed distributions.
+
+        They go into the collection file written at exit (`@p`, `@q`); one
+        scan of the installed metadata, which only pytest's process pays.
+        """
+        try:
+            self._distributions = _packages.distributions(self._packages.names())
+        except Exception as e:  # metadata of a broken installation
+            self._distributions = None
+            self.report("fastci_trace: cannot read installed distributions: %s: %s"
+                        % (type(e).__name__, e))
+
     def _entity_lines(self, sink):
-        """(functions, import functions, imports, reads) of `sink`, encoded."""
+        """The entity line arguments of render() for `sink`, encoded."""
         frame = self.describer.frame
         functions = [t for t in (frame(c, ENTRY) for c in sink.functions.values()) if t]
         imports = set(sink.import_lines)
@@ -564,8 +586,15 @@ class Sampler:
             text = frame(code, ENTRY)
             if text:
                 imports.add((self._module_field(importer), text))
+        provides, requires, versions = (), (), ()
+        if sink.test_id == "<collection>" and self._distributions is not None:
+            provides, requires, versions = self._distributions
+        encode = evidence.encode
         return (functions, imports, self._imported_modules(sink),
-                [evidence.encode(p) for p in sink.reads])
+                [encode(p) for p in sink.reads], [encode(n) for n in self._packages.names()],
+                [(encode(d), encode(m)) for d, m in provides],
+                [(encode(d), encode(r)) for d, r in requires],
+                [(encode(d), encode(v)) for d, v in versions])
 
     def _imported_modules(self, sink):
         """Encoded repository paths of the modules imported since the sink began."""
@@ -588,7 +617,7 @@ class Sampler:
 
     def _write_collection(self):
         """Write the import-time functions seen outside every test (collection)."""
-        if not self._collection or self._failed:
+        if (not self._collection and self._distributions is None) or self._failed:
             return
         sink = Sink("<collection>", self.config.out)
         sink.import_functions, self._collection = self._collection, {}
@@ -637,6 +666,7 @@ class Sampler:
             "executable": sys.executable,
             "import-samples": sink.import_samples,
             "external-samples": sink.external_samples,
+            "packages": len(entities[4]),
         }
         calls = None
         if call_lines:

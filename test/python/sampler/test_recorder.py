@@ -120,6 +120,34 @@ def run_suite(repo, out, **env):
     return recorded(out)
 
 
+def test_scripts_a_test_runs_are_read(tmp_path):
+    # bash reads the script, not Python: the spawn that names it records it
+    (tmp_path / "scripts").mkdir()
+    write(tmp_path / "scripts" / "run.sh", "echo run\n")
+    write(tmp_path / "scripts" / "other.sh", "echo other\n")
+    write(tmp_path / "scripts" / "cfg.yaml", "a: 1\n")
+    (tmp_path / "tests").mkdir()
+    write(tmp_path / "tests" / "test_s.py", """
+        import os
+        import subprocess
+        import sys
+
+        def test_spawns():
+            subprocess.run(["sh", "scripts/run.sh", "--flag", "-x"], check=True)
+            os.system("sh " + os.path.join("scripts", "other.sh") + " > /dev/null")
+            subprocess.run("cat cfg.yaml > /dev/null", shell=True, check=True,
+                           cwd="scripts")
+            subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+        def test_none():
+            pass
+    """)
+    found = run_suite(tmp_path, tmp_path / "ev")
+    assert found["tests/test_s.py::test_spawns"]["reads"] == {
+        "scripts/run.sh", "scripts/other.sh", "scripts/cfg.yaml"}
+    assert found["tests/test_s.py::test_none"]["reads"] == set()
+
+
 def test_reads_functions_and_import_time(repo):
     found = run_suite(repo, repo / "ev")
     reads = found["tests/test_model.py::test_reads_config"]

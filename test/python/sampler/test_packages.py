@@ -1,0 +1,134 @@
+"""Package evidence (`@x`, `@p`, `@q`, `@v`): what a test's processes imported from outside.
+
+A changed dependency pin selects the tests whose processes imported, or
+tried to import, the distribution's modules (docs/Evidence.md, "Packages").
+These drive a real pytest session and a child interpreter and read the
+files back.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import PACKAGE_ROOT, clean_env, run_inner_pytest, write
+from fastci.trace import packages, sampler
+from fastci.trace.evidence import read_evidence_file
+
+numpy = pytest.importorskip("numpy")
+
+
+@pytest.fixture
+def repo(tmp_path):
+    write(tmp_path / "mylib.py", """
+        def helper():
+            return 1
+    """)
+    (tmp_path / "tests").mkdir()
+    write(tmp_path / "tests" / "test_pkgs.py", """
+        import subprocess
+        import sys
+
+        import mylib
+
+        def test_1_before():
+            assert mylib.helper() == 1
+
+        def test_2_numpy():
+            import numpy
+            assert numpy.zeros(1).shape == (1,)
+
+        def test_3_after():
+            pass
+
+        def test_4_missing():
+            try:
+                import fastci_no_such_package  # noqa: F401
+            except ImportError:
+                pass
+
+        def test_5_child():
+            subprocess.run([sys.executable, "-c", "import json, mylib"], check=True)
+    """)
+    return tmp_path
+
+
+def run(repo):
+    out = repo / "ev"
+    env = clean_env(PYTHONPATH=os.pathsep.join([str(PACKAGE_ROOT), str(repo)]))
+    proc = run_inner_pytest(repo, "--fastci-trace-out", str(out), "tests", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = [read_evidence_file(p) for p in sorted(out.rglob("*.stacks"))]
+    by_test = {}
+    for evidence in files:
+        by_test.setdefault(evidence.header["test-id"], []).append(evidence)
+    return by_test
+
+
+def test_tests_list_what_their_process_imported_or_tried(repo):
+    found = run(repo)
+    names = {test.rsplit("::", 1)[-1]: [set(e.packages) for e in files]
+             for test, files in found.items()}
+    before, = names["test_1_before"]
+    assert "pytest" in before and "numpy" not in before
+    # the repository's own modules and the standard library are not packages
+    assert not {"mylib", "tests", "test_pkgs", "json", "os", "fastci"} & before
+    numpy_test, = names["test_2_numpy"]
+    assert "numpy" in numpy_test
+    # what the process imported stays imported: a later test may use it
+    after, = names["test_3_after"]
+    assert "numpy" in after
+    missing, = names["test_4_missing"]
+    assert "fastci_no_such_package" in missing
+    # a child interpreter lists its own imports (what site imports at start
+    # up, a sitecustomize or a .pth file's module), not its parent's
+    child, = [n for n in names["test_5_child"] if "pytest" not in n]
+    assert "numpy" not in child
+    for files in found.values():
+        for evidence in files:
+            assert int(evidence.header["packages"]) == len(evidence.packages)
+
+
+def test_collection_file_maps_packages_to_distributions(repo):
+    collection, = run(repo)["<collection>"]
+    assert ("numpy", "numpy") in collection.provides
+    assert ("pytest", "pytest") in collection.provides
+    versions = dict(collection.versions)
+    assert versions["numpy"] == numpy.__version__
+    # pytest's own requirements, followed through installed metadata
+    assert any(dist == "pytest" for dist, _ in collection.requires)
+
+
+def test_external_imports_classification(tmp_path):
+    write(tmp_path / "inrepo_mod.py", "X = 1\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        tracker = packages.ExternalImports([os.path.join(str(tmp_path), "")],
+                                           sampler.modules_mark, sampler.modules_since)
+        import inrepo_mod  # noqa: F401
+        import numpy  # noqa: F401  (already imported: not new, but listed)
+        import colorsys  # noqa: F401
+        tracker.update()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("inrepo_mod", None)
+    assert "inrepo_mod" not in tracker.loaded
+    assert "numpy" in tracker.loaded and "colorsys" not in tracker.loaded
+
+
+def test_failed_import_finder_records_top_level_names_only():
+    failed = set()
+    finder = packages._FailedImportFinder(failed, {"nt"})
+    assert finder.find_spec("some_missing") is None
+    finder.find_spec("pkg.sub", ["/x"])
+    finder.find_spec("nt")
+    assert failed == {"some_missing"}
+
+
+@pytest.mark.parametrize("name, normalized", [
+    ("Scikit_Learn", "scikit-learn"), ("zope.interface", "zope-interface"),
+    ("a--b__c", "a-b-c"), ("numpy", "numpy")])
+def test_normalize(name, normalized):
+    assert packages.normalize(name) == normalized
