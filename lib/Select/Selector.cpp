@@ -246,6 +246,17 @@ void Selector::applyPolicy() {
     if (reasons.empty())
       reasons.push_back("the module says 'policy_all'");
   }
+  // The tests a changed file's string-list attribute \p name lists by name.
+  auto forEachListedTest = [&](const ChangedFile &file, llvm::StringRef name,
+                               llvm::function_ref<void(TestId)> fn) {
+    Attribute names = file.attrs.get(name);
+    for (const Attribute &entry :
+         names.isList() ? names.getList() : llvm::ArrayRef<Attribute>())
+      if (TestId test =
+              entry.isString() ? module.lookupTest(entry.getString()) : kNoTest;
+          test != kNoTest)
+        fn(test);
+  };
   for (const ChangedFile &file : module.getChangedFiles()) {
     std::optional<llvm::StringRef> decision =
         lookupString(file.attrs, diff::attr::kDecision);
@@ -302,18 +313,12 @@ void Selector::applyPolicy() {
     }
     case FileDecision::Reads: {
       // Evidence says which tests opened the file: exactly those.
-      Attribute names = file.attrs.get(diff::attr::kReaders);
-      for (const Attribute &name :
-           names.isList() ? names.getList() : llvm::ArrayRef<Attribute>()) {
-        TestId test =
-            name.isString() ? module.lookupTest(name.getString()) : kNoTest;
-        if (test == kNoTest)
-          continue;
+      forEachListedTest(file, diff::attr::kReaders, [&](TestId test) {
         verdicts[test].offer(SelectionRule::ReadsFile, [&] {
           return ("reads-file: its evidence read changed '" + file.path + "'")
               .str();
         });
-      }
+      });
       for (TestId test : graph.getTestsReading(file.path))
         verdicts[test].offer(SelectionRule::ReadsFile, [&] {
           return ("reads-file: its evidence read changed '" + file.path + "'")
@@ -323,26 +328,20 @@ void Selector::applyPolicy() {
     }
     case FileDecision::Packages: {
       // Evidence says whose processes imported the changed distributions.
-      Attribute names = file.attrs.get(diff::attr::kImporters);
       std::string packages;
       if (Attribute list = file.attrs.get(diff::attr::kDistributions);
           list.isList())
         for (const Attribute &name : list.getList())
           if (std::optional<llvm::StringRef> text = name.asString())
             packages += (packages.empty() ? "" : ", ") + text->str();
-      for (const Attribute &name :
-           names.isList() ? names.getList() : llvm::ArrayRef<Attribute>()) {
-        TestId test =
-            name.isString() ? module.lookupTest(name.getString()) : kNoTest;
-        if (test == kNoTest)
-          continue;
+      forEachListedTest(file, diff::attr::kImporters, [&](TestId test) {
         verdicts[test].offer(SelectionRule::ImportsDependency, [&] {
           return ("imports-dependency: its processes import a package of "
                   "the distributions whose requirements '" +
                   file.path + "' changes (" + packages + ")")
               .str();
         });
-      }
+      });
       break;
     }
     case FileDecision::Python:
