@@ -51,6 +51,9 @@ except ImportError:  # pragma: no cover - a build without it
     from hashlib import sha1 as _sha1
 
 SAMPLER_VERSION = "2.1"
+# The test id of the file pytest's process writes for what ran outside every
+# test (import-time functions of collection, the distribution tables).
+COLLECTION_ID = "<collection>"
 # Random per interpreter (fork children share it and differ by pid): made
 # once, because os.urandom costs a fork child a dozen copied pages.
 _PROCESS_TOKEN = os.urandom(3).hex()
@@ -587,7 +590,7 @@ class Sampler:
             if text:
                 imports.add((self._module_field(importer), text))
         provides, requires, versions = (), (), ()
-        if sink.test_id == "<collection>" and self._distributions is not None:
+        if sink.test_id == COLLECTION_ID and self._distributions is not None:
             provides, requires, versions = self._distributions
         encode = evidence.encode
         return (functions, imports, self._imported_modules(sink),
@@ -619,7 +622,7 @@ class Sampler:
         """Write the import-time functions seen outside every test (collection)."""
         if (not self._collection and self._distributions is None) or self._failed:
             return
-        sink = Sink("<collection>", self.config.out)
+        sink = Sink(COLLECTION_ID, self.config.out)
         sink.import_functions, self._collection = self._collection, {}
         sink.path = os.path.join(self.config.out, "_collection", os.path.basename(sink.path))
         sink.modules_mark = modules_mark()
