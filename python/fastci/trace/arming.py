@@ -33,6 +33,7 @@ since a resumption may hold values on the stack.
 
 from __future__ import annotations
 
+import functools
 import opcode
 import sys
 import types
@@ -48,6 +49,7 @@ class ArmingError(ValueError):
     """A code object whose bytecode the transform does not expect."""
 
 
+@functools.lru_cache(maxsize=None)  # a few distinct constant counts per module
 def _prologue(hit_index: int, disarmed_index: int) -> bytes:
     args = (0, hit_index, disarmed_index, 1, 1, 0)
     out = bytearray()

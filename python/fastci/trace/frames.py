@@ -108,6 +108,7 @@ class FrameDescriber:
         self._frames = {}  # (id(code), lasti) -> encoded frame or None
         self._indexes = {}  # absolute path -> {(line, name): qualname}
         self._real_dirs = {}  # directory -> (its real path, its names, its links)
+        self._dir_verdicts = {}  # absolute directory -> (files inside the repository?, names, links)
 
     def frame(self, code, lasti):
         """Return the encoded `path:qualname:line` of `code` at bytecode offset `lasti`.
@@ -127,6 +128,8 @@ class FrameDescriber:
 
     def line(self, code, lasti):
         """The source line of bytecode offset `lasti` in `code` (what f_lineno reports), 0 if none."""
+        if lasti == ENTRY and code.co_name == "<module>":
+            return 0  # merge-evidence maps line 0 to the module itself
         table = self._lines.get(id(code))
         if table is None:
             table = self._lines[id(code)] = _line_table(code)
@@ -166,9 +169,29 @@ class FrameDescriber:
         return result
 
     def in_repository_file(self, filename):
-        """in_repository() by a code object's co_filename, for code that may die."""
+        """in_repository() by a code object's co_filename, for code that may die.
+
+        Asked for every module body a process executes (a thousand with
+        torch), from the exec audit hook: a file is judged by its directory,
+        resolved and listed once, and only a name that is a symbolic link or
+        that the listing lacks (created since) is resolved on its own."""
+        directory, _, name = filename.rpartition(os.sep)
+        verdict = self._dir_verdicts.get(directory)
+        if verdict is None and directory and filename.startswith(os.sep):
+            real, names, links = self._directory(directory)
+            real = os.path.join(real, "")
+            verdict = self._dir_verdicts[directory] = (
+                real.startswith(self._root) and not real.startswith(self._exclude), names, links)
+        if verdict is not None and name in verdict[1] and name not in verdict[2]:
+            return verdict[0]
         path = self._path(filename)
         return path is not None and not path.startswith("<") and path.startswith(self._root)
+
+    def repository_file(self, filename):
+        """The root-relative real path of `filename` if in_repository_file(), else None."""
+        if not self.in_repository_file(filename):
+            return None
+        return self._path(filename)[len(self._root):]
 
     def _path(self, filename):
         try:
@@ -248,16 +271,36 @@ def _entry_line(code, lines):
     every nested function, class, lambda or comprehension (whose lines,
     including a nested `def` line, map to the nested entity), else
     co_firstlineno. Module code gets line 0, which maps to the module itself.
+
+    A nested code's last line takes a walk over its line table, so it is
+    computed only when a candidate line lies past the nested code's first
+    line and no nested code starting closer to it contains it: a class of
+    undecorated methods needs none (each candidate is a `def` line, the
+    first line of its method), a class body with a docstring or attribute
+    before its methods needs none either.
     """
     if code.co_name == "<module>":
         return 0
-    spans = []
-    for const in code.co_consts:
-        if isinstance(const, type(code)):
-            nested = [n for n in _line_table(const)[1] if n]
-            spans.append((const.co_firstlineno, max(nested + [const.co_firstlineno])))
+    nested = sorted((const.co_firstlineno, i) for i, const in enumerate(code.co_consts)
+                    if isinstance(const, type(code)))
+    firsts = [first for first, _ in nested]
+    lasts = {}
+
+    def last(i):
+        found = lasts.get(i)
+        if found is None:
+            const = code.co_consts[i]
+            found = lasts[i] = max([n for n in _line_table(const)[1] if n]
+                                   + [const.co_firstlineno])
+        return found
+
     for line in sorted({n for n in lines if n and n > code.co_firstlineno}):
-        if not any(first <= line <= last for first, last in spans):
+        # Nested codes starting at or before `line`, the closest first.
+        for k in range(bisect.bisect_right(firsts, line) - 1, -1, -1):
+            first, i = nested[k]
+            if first == line or line <= last(i):
+                break  # inside a nested code
+        else:
             return line
     return code.co_firstlineno
 

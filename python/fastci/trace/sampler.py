@@ -609,10 +609,9 @@ class Sampler:
                 path = None
                 filename = getattr(module, "__file__", None)
                 if isinstance(filename, str) and filename.endswith(".py"):
-                    full = self.describer.real_path(filename)
-                    if full.startswith(self.describer.root) \
-                            and not full.startswith(self.describer.exclude):
-                        path = evidence.encode(full[len(self.describer.root):])
+                    relative = self.describer.repository_file(filename)
+                    if relative is not None:
+                        path = evidence.encode(relative)
                 paths[name] = path
             if path is not None:
                 result.append(path)

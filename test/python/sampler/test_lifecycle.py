@@ -10,6 +10,7 @@
   capture() gives, without an audit event per frame.
 """
 
+import os
 import sys
 import threading
 import time
@@ -141,6 +142,102 @@ def test_real_path_lists_each_directory_once_and_follows_links(tmp_path):
     assert describer.real_path(str(outside / "later.py")) == real
     assert describer.in_repository_file(str(outside / "linked.py"))
     assert not describer.in_repository_file(str(outside / "vendored.py"))
+
+
+def test_in_repository_file_judges_by_directory_but_follows_file_links(tmp_path):
+    """A file is judged by its listed directory's real path; a name that is
+    a link, or that the listing lacks, is resolved on its own."""
+    from fastci.trace.frames import FrameDescriber
+    repo, outside, own = tmp_path / "repo", tmp_path / "outside", tmp_path / "fastci"
+    for d in (repo / "pkg", outside, own):
+        d.mkdir(parents=True)
+    for f in (repo / "pkg" / "a.py", outside / "v.py", own / "s.py"):
+        f.write_text("")
+    (outside / "dir_link").symlink_to(repo / "pkg", target_is_directory=True)
+    (outside / "in.py").symlink_to(repo / "pkg" / "a.py")
+    (repo / "pkg" / "out.py").symlink_to(outside / "v.py")
+    (repo / "own_link").symlink_to(own, target_is_directory=True)
+    describer = FrameDescriber(str(repo), str(tmp_path), str(own))
+    verdicts = {
+        repo / "pkg" / "a.py": True, outside / "v.py": False,
+        outside / "in.py": True,                # a file link into the repository
+        repo / "pkg" / "out.py": False,         # a file link out of it
+        outside / "dir_link" / "a.py": True,    # a directory link into it
+        repo / "own_link" / "s.py": False,      # the sampler's own files
+    }
+    for _ in range(2):  # listed on the first round, from the listings on the second
+        assert {p: describer.in_repository_file(str(p)) for p in verdicts} == verdicts
+    # Names created after their directory was listed.
+    (outside / "late.py").symlink_to(repo / "pkg" / "a.py")
+    (repo / "pkg" / "late_out.py").symlink_to(outside / "v.py")
+    (repo / "pkg" / "late.py").write_text("")
+    assert describer.in_repository_file(str(outside / "late.py"))
+    assert not describer.in_repository_file(str(repo / "pkg" / "late_out.py"))
+    assert describer.in_repository_file(str(repo / "pkg" / "late.py"))
+    assert describer.repository_file(str(outside / "in.py")) == os.path.join("pkg", "a.py")
+    assert describer.repository_file(str(outside / "v.py")) is None
+    assert not describer.in_repository_file("<frozen os>")
+
+
+_ENTRY_SOURCE = '''\
+class OnlyMethods:
+    def a(self):
+        return 1
+    @staticmethod
+    def b():
+        return 2
+class WithDoc:
+    """doc"""
+    def a(self):
+        pass
+class AttrAfter:
+    @property
+    def a(self):
+        return 1
+    x = [i for i in range(3)]
+    def c(self, key=lambda v: v):
+        return key
+    y = 2
+@decorate
+def f(a,
+      b=lambda: 0):
+    def inner():
+        pass
+    return inner
+def g(): return [x for x in ()]
+'''
+
+
+def test_entry_line_skips_nested_code_lazily_with_the_same_answers():
+    """_entry_line finds the first own line outside every nested code; it is
+    checked against the direct definition on code of every shape."""
+    import types
+    from fastci.trace.frames import _entry_line, _line_table
+
+    def direct(code, lines):
+        spans = [(c.co_firstlineno, max([n for n in _line_table(c)[1] if n] + [c.co_firstlineno]))
+                 for c in code.co_consts if isinstance(c, types.CodeType)]
+        for line in sorted({n for n in lines if n and n > code.co_firstlineno}):
+            if not any(first <= line <= last for first, last in spans):
+                return line
+        return code.co_firstlineno
+
+    def walk(code):
+        yield code
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                yield from walk(c)
+
+    found = {}
+    for code in walk(compile(_ENTRY_SOURCE, "m.py", "exec")):
+        lines = _line_table(code)[1]
+        if code.co_name != "<module>":
+            assert _entry_line(code, lines) == direct(code, lines), code.co_name
+        found[code.co_name, code.co_firstlineno] = _entry_line(code, lines)
+    assert found["OnlyMethods", 1] == 1 and found["WithDoc", 7] == 8
+    # line 15 lies in its own comprehension (one line): `y = 2` is the first.
+    assert found["AttrAfter", 11] == 18 and found["f", 19] == 24
+    assert found["<module>", 1] == 0
 
 
 def test_audit_hooks_see_only_the_events_they_name(tmp_path):
