@@ -274,13 +274,14 @@ void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
     else
       llvm::consumeError(glob.takeError());
   }
+  ConfigFormat format = getConfigFormat(file.getPath());
   std::vector<std::string> ignored;
   std::string blocking;
   VisitStop stop = forEachChangedLine(file, [&](const DiffLine &line,
                                                 bool added,
                                                 llvm::ArrayRef<StringRef> text,
                                                 uint32_t number) {
-    ConfigLine where = locateConfigLine(text, number);
+    ConfigLine where = locateConfigLine(text, number, format);
     if (where.insignificant)
       return true;
     if (llvm::none_of(patterns, [&](const SectionPattern &pattern) {

@@ -1,18 +1,30 @@
-//===- ConfigSections.cpp - Sections and keys of INI and TOML files -------===//
+//===- ConfigSections.cpp - Sections and keys of build files --------------===//
 //
-// Reads files line by line from the top, as an INI or TOML reader would, and
-// stops at the line asked for. Both formats share the shape the policy needs:
-// a header line names a section, a key starts at column 0, and what follows
-// it until the next key or header is its value.
+// Reads files line by line from the top, as an INI, TOML or make reader
+// would, and stops at the line asked for. The formats share the shape the
+// policy needs: a header line names a section (a Makefile's rule line), a
+// key starts at column 0 (a variable assignment), and what follows it until
+// the next key or header is its value (a recipe).
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ConfigSections.h"
+#include "llvm/Support/Path.h"
 
 using namespace fastci;
 using llvm::StringRef;
 
 std::string ConfigLine::getPath() const {
-  return key.empty() ? section : section + "/" + key;
+  if (key.empty())
+    return section;
+  return section.empty() ? key : section + "/" + key;
+}
+
+ConfigFormat fastci::getConfigFormat(StringRef path) {
+  StringRef name = llvm::sys::path::filename(path);
+  if (name == "Makefile" || name == "GNUmakefile" || name == "makefile" ||
+      name.ends_with(".mk"))
+    return ConfigFormat::Makefile;
+  return ConfigFormat::IniToml;
 }
 
 /// The section a header line opens (`[tool.black]`, `[[tool.x]]`,
@@ -48,13 +60,106 @@ static std::optional<StringRef> parseKey(StringRef line) {
   return key;
 }
 
+/// Whether \p text ends in a backslash that joins the next line to it.
+static bool continuesOnNextLine(StringRef text) {
+  size_t backslashes = text.size() - text.rtrim('\\').size();
+  return backslashes % 2 == 1;
+}
+
+/// The variable a Makefile line assigns (`VAR = x`, `VAR := x`, `export
+/// VAR ?= x`, `override VAR += x`), or none. A `:` before any `=` that is
+/// not part of `:=` or `::=` makes the line a rule (`target: VAR = x` sets
+/// a target-specific variable: it is the target's).
+static std::optional<StringRef> parseMakeAssignment(StringRef text) {
+  size_t op = text.find_first_of(":=");
+  if (op == StringRef::npos)
+    return std::nullopt;
+  if (text[op] == ':' && !text.substr(op).starts_with(":=") &&
+      !text.substr(op).starts_with("::="))
+    return std::nullopt;
+  StringRef name = text.take_front(op).rtrim("?+! \t");
+  for (StringRef prefix : {"export", "override", "private"})
+    if (name.starts_with(prefix) && name.size() > prefix.size() &&
+        (name[prefix.size()] == ' ' || name[prefix.size()] == '\t'))
+      name = name.drop_front(prefix.size()).ltrim();
+  if (name.empty() || name.find_first_of(" \t") != StringRef::npos)
+    return std::nullopt;
+  return name;
+}
+
+/// The targets a Makefile rule line names (`quality style: deps`,
+/// `.PHONY: x`, `%.o: %.c`), or none.
+static std::optional<StringRef> parseMakeRule(StringRef text) {
+  size_t colon = text.find(':');
+  if (colon == 0 || colon == StringRef::npos)
+    return std::nullopt;
+  StringRef targets = text.take_front(colon).trim();
+  if (targets.empty())
+    return std::nullopt;
+  return targets;
+}
+
+static ConfigLine locateMakefileLine(llvm::ArrayRef<StringRef> lines,
+                                     uint32_t line) {
+  ConfigLine where, previous;
+  std::string rule;   // the rule whose recipe a tab-indented line continues
+  std::string define; // the variable a `define` block is assigning
+  bool continued = false;
+  for (uint32_t number = 1; number <= line; ++number) {
+    StringRef text = lines[number - 1].rtrim("\r");
+    StringRef trimmed = text.trim();
+    bool joined = continued;
+    continued = continuesOnNextLine(text);
+    where = ConfigLine();
+    if (joined) {
+      where = previous; // the logical line goes on
+    } else if (!define.empty()) {
+      where.key = define;
+      if (trimmed == "endef" || trimmed.starts_with("endef "))
+        define.clear();
+    } else if (text.starts_with("\t")) {
+      // A recipe line; one outside every rule means whatever make makes of it.
+      if (trimmed.empty() || trimmed.starts_with("#"))
+        where.insignificant = true;
+      else
+        where.section = rule;
+    } else if (trimmed.empty() || trimmed.starts_with("#")) {
+      where.insignificant = true; // blank lines and comments keep the rule
+    } else if (trimmed.starts_with("define ") || trimmed.starts_with("define\t")) {
+      StringRef name = trimmed.drop_front(7).trim();
+      name = name.take_until([](char c) { return c == ' ' || c == '\t' || c == '='; });
+      define = name.empty() ? std::string("define") : name.str();
+      rule.clear();
+      where.key = define;
+    } else if (std::optional<StringRef> name = parseMakeAssignment(trimmed)) {
+      rule.clear();
+      where.key = name->str();
+    } else if (trimmed.starts_with("ifeq") || trimmed.starts_with("ifneq") ||
+               trimmed.starts_with("ifdef") || trimmed.starts_with("ifndef") ||
+               trimmed == "else" || trimmed.starts_with("else ") ||
+               trimmed == "endif" || trimmed.starts_with("endif ")) {
+      // A conditional: of no section, and recipes may go on across it.
+    } else if (std::optional<StringRef> targets = parseMakeRule(trimmed)) {
+      rule = targets->str();
+      where.section = rule;
+    } else {
+      rule.clear(); // include, vpath, $(eval ...): of no section or key
+    }
+    if (!where.insignificant)
+      previous = where;
+  }
+  return where;
+}
+
 ConfigLine fastci::locateConfigLine(llvm::ArrayRef<StringRef> lines,
-                                    uint32_t line) {
+                                    uint32_t line, ConfigFormat format) {
   ConfigLine where;
   if (line == 0 || line > lines.size()) {
     where.insignificant = true;
     return where;
   }
+  if (format == ConfigFormat::Makefile)
+    return locateMakefileLine(lines, line);
   for (uint32_t number = 1; number <= line; ++number) {
     StringRef text = lines[number - 1].rtrim("\r");
     StringRef trimmed = text.trim();
@@ -77,7 +182,9 @@ ConfigLine fastci::locateConfigLine(llvm::ArrayRef<StringRef> lines,
 
 bool fastci::matchConfigSection(const llvm::GlobPattern &pattern,
                                 const ConfigLine &where) {
-  return pattern.match(where.section) ||
+  if (where.section.empty() && where.key.empty())
+    return false; // a line of neither is named by no pattern
+  return (!where.section.empty() && pattern.match(where.section)) ||
          (!where.key.empty() && pattern.match(where.getPath()));
 }
 

@@ -10,6 +10,9 @@
 // column 0 of the form `key = ...` (or `key: ...`) starts a key, and every
 // other non-blank line continues the key above it (INI's indented
 // continuation lines, a TOML array or table spread over several lines).
+// Makefiles are read the same way with make's own shapes: a rule's targets
+// name its section, which its recipe lines continue, and a variable
+// assignment is a key of no section (docs/Changes.md).
 //
 //===----------------------------------------------------------------------===//
 #ifndef FASTCI_DIFF_CONFIGSECTIONS_H
@@ -34,14 +37,33 @@ struct ConfigLine {
   /// any key of its section.
   std::string key;
 
-  /// `section/key`, or `section` for a line that belongs to no key.
+  /// `section/key`, `section` for a line that belongs to no key, `key`
+  /// for one in no section; empty for a line of neither (a Makefile's
+  /// `include` or conditional), which no pattern names.
   std::string getPath() const;
 };
+
+/// How a file's lines are grouped into sections and keys.
+enum class ConfigFormat {
+  /// INI and TOML: `[section]` headers, `key = value` at column 0.
+  IniToml,
+  /// A Makefile: `targets: prerequisites` opens the section `targets`, its
+  /// tab-indented recipe lines continue it; `VAR = value` (`:=`, `?=`,
+  /// `+=`, `!=`, `define VAR` ... `endef`) is the key `VAR` of no section;
+  /// a line ending in `\` continues the one above it. Anything else
+  /// (`include`, `ifeq`, `vpath`, ...) belongs to neither.
+  Makefile,
+};
+
+/// The format of a build file by its path: `Makefile`, `GNUmakefile`,
+/// `makefile` and `*.mk` are Makefiles, anything else INI or TOML.
+ConfigFormat getConfigFormat(llvm::StringRef path);
 
 /// Locates 1-based line \p line of the file split into \p lines. A line
 /// past the end is insignificant.
 ConfigLine locateConfigLine(llvm::ArrayRef<llvm::StringRef> lines,
-                            uint32_t line);
+                            uint32_t line,
+                            ConfigFormat format = ConfigFormat::IniToml);
 
 /// True when \p pattern (a glob over `section` or `section/key`, as written
 /// in a policy's `ignore-sections`) matches \p where: the pattern matches its
