@@ -13,8 +13,8 @@ HEAD is restored at the end) and
    (changes.Targets); up to `--mutants` single-line mutants of its added
    lines (mutants.py), each run against the passing tests that cover it;
 2. plans every strategy: `fastci plan` with evidence from `fastci collect`
-   (at the base, refreshed every `--refresh-every` commits as a nightly job
-   would), run-all, file-level runtime, import graph, the exact-line oracle;
+   (at the base, refreshed every `--refresh-every` commits, or with `day`
+   after the last commit of each day, as a nightly job would), run-all, file-level runtime, import graph, the exact-line oracle;
 3. records per commit, in STATE/commit-NNN.json, what each selected, what it
    cost and what it missed, then a checkpoint (STATE/ckpt-NNN.json) of the
    coverage; an interrupted replay resumes from the last checkpoint and
@@ -334,7 +334,7 @@ class Replay:
         --refresh-every commits; with --trace-pr-runs, otherwise the
         evidence of this commit's FastCI plan run under the sampler."""
         last = index == len(self.shas) - 1
-        if self.args.refresh_every and index % self.args.refresh_every == 0 and not last:
+        if self.nightly_after(index) and not last:
             evidence, timings["collect"] = self.collect(index, refresh["evidence"])
             return {"index": index, "evidence": evidence}
         if self.args.trace_pr_runs and not last and record["selected"]["fastci"]:
@@ -343,6 +343,18 @@ class Replay:
                 known=record["durations"])
             return dict(refresh, evidence=evidence, pr_traced=index)
         return refresh
+
+    def nightly_after(self, index):
+        """Whether a nightly collect runs on commit `index`: every
+        --refresh-every commits, or with `day` on the last commit of each
+        (UTC) day, the tree a job scheduled at midnight finds."""
+        every = self.args.refresh_every
+        if every == REFRESH_DAILY:
+            if index + 1 >= len(self.shas):
+                return False
+            return commit_day(self.repo, self.shas[index]) != \
+                commit_day(self.repo, self.shas[index + 1])
+        return bool(every) and index % every == 0
 
     def plan(self, index, evidence):
         plan_path = os.path.join(self.state, "plan-%03d.json" % index)
@@ -789,11 +801,13 @@ def format_table(config: dict, records: "list[dict]") -> str:
         lines.append("  fastci re-scored (collect + plan) on the ground truth and baselines of %s"
                      % config["truth"])
     mutants_total = sum(len(r["mutants"]) for r in records)
+    every = config.get("refresh_every")
     lines.append("  tests per commit %.0f (mean), affected %d, mutants %d (%d killable), "
-                 "evidence refreshed every %s commits" % (
+                 "evidence refreshed %s" % (
                      sum(r["collected"] for r in records) / max(1, len(records)),
                      figures["oracle"]["affected"], mutants_total, figures["oracle"]["killable"],
-                     config.get("refresh_every") or "never"))
+                     "after each day's last commit" if every == REFRESH_DAILY
+                     else "every %d commits" % every if every else "never"))
     head = "  %-13s %10s %10s %16s %15s %16s %11s %12s" % (
         "strategy", "cost", "x oracle", "affected recall", "mutants caught", "commits w/ miss",
         "ids uncoll.", "out of scope")
@@ -904,6 +918,27 @@ def format_walls(state, records):
 # Command line
 # ---------------------------------------------------------------------------
 
+REFRESH_DAILY = "day"
+
+
+def refresh_every(text: str):
+    """--refresh-every: a count of commits (0: never) or `day`."""
+    if text == REFRESH_DAILY:
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError("expected a number of commits or 'day', got %r" % text)
+    return value
+
+
+def commit_day(repo: str, sha: str) -> int:
+    """The UTC day (days since the epoch) `sha` was committed on."""
+    return int(changes_mod.git(repo, "log", "-1", "--format=%ct", sha).strip()) // 86400
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo", default=".", help="git repository (its work tree is used)")
     parser.add_argument("--commits", type=int, default=30,
@@ -911,9 +946,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--head", default="HEAD", help="last commit of the window (default HEAD)")
     parser.add_argument("--state", help="state directory (resumable; default "
                                         "REPO/../<repo>-replay)")
-    parser.add_argument("--refresh-every", type=int, default=10,
-                        help="re-collect FastCI's evidence every K commits, as a nightly job "
-                             "(default 10; 0: only at the base)")
+    parser.add_argument("--refresh-every", type=refresh_every, default=10, metavar="K|day",
+                        help="re-collect FastCI's evidence every K commits, or after the last "
+                             "commit of each day (`day`, by committer date in UTC), as a "
+                             "nightly job (default 10; 0: only at the base)")
     parser.add_argument("--trace-pr-runs", action="store_true",
                         help="between nightly refreshes, add the evidence of each commit's "
                              "FastCI plan run under the sampler (fastci run --trace in CI)")

@@ -336,3 +336,35 @@ def test_line_tracer_sees_imports_of_initial_conftests(tmp_path):
                                                               traced["tests/test_a.py::test_f"].items()}},
                                 {p: set(v) for p, v in traced["<import>"].items()})
     assert 1 in coverage.of("tests/test_a.py::test_f")["pkg/__init__.py"]
+
+
+def test_daily_refresh_collects_after_each_days_last_commit(tmp_path):
+    """--refresh-every day: the nightly collect runs on the last commit of
+    each UTC day (a job at midnight finds it), never after the window's end."""
+    import types
+    repo = str(tmp_path / "repo")
+    os.makedirs(repo)
+    fixture.git(repo, "init", "-q", "-b", "main")
+    shas = []
+    for n, when in enumerate(["2024-01-01T09:00:00Z", "2024-01-01T23:30:00Z",
+                              "2024-01-02T08:00:00Z", "2024-01-04T10:00:00Z",
+                              "2024-01-04T11:00:00Z"]):
+        with open(os.path.join(repo, "f"), "w") as f:
+            f.write(str(n))
+        fixture.git(repo, "add", "f")
+        subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@t",
+                        "commit", "-qm", str(n)], check=True,
+                       env=dict(os.environ, GIT_AUTHOR_DATE=when, GIT_COMMITTER_DATE=when))
+        shas.append(subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], check=True,
+                                   capture_output=True, text=True).stdout.strip())
+    daily = types.SimpleNamespace(repo=repo, shas=shas,
+                                  args=types.SimpleNamespace(refresh_every="day"))
+    assert [harness.Replay.nightly_after(daily, i) for i in range(5)] == [
+        False, True, True, False, False]
+    every = types.SimpleNamespace(repo=repo, shas=shas, args=types.SimpleNamespace(refresh_every=2))
+    assert [harness.Replay.nightly_after(every, i) for i in range(5)] == [
+        True, False, True, False, True]
+    assert harness.refresh_every("day") == "day" and harness.refresh_every("0") == 0
+    for bad in ("-1", "daily", ""):
+        with pytest.raises(Exception, match="number of commits or 'day'"):
+            harness.refresh_every(bad)
