@@ -125,9 +125,11 @@ static ConfigLine locateMakefileLine(llvm::ArrayRef<StringRef> lines,
         where.section = rule;
     } else if (trimmed.empty() || trimmed.starts_with("#")) {
       where.insignificant = true; // blank lines and comments keep the rule
-    } else if (trimmed.starts_with("define ") || trimmed.starts_with("define\t")) {
+    } else if (trimmed.starts_with("define ") ||
+               trimmed.starts_with("define\t")) {
       StringRef name = trimmed.drop_front(7).trim();
-      name = name.take_until([](char c) { return c == ' ' || c == '\t' || c == '='; });
+      name = name.take_until(
+          [](char c) { return c == ' ' || c == '\t' || c == '='; });
       define = name.empty() ? std::string("define") : name.str();
       rule.clear();
       where.key = define;

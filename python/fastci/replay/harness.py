@@ -14,7 +14,8 @@ HEAD is restored at the end) and
    lines (mutants.py), each run against the passing tests that cover it;
 2. plans every strategy: `fastci plan` with evidence from `fastci collect`
    (at the base, refreshed every `--refresh-every` commits, or with `day`
-   after the last commit of each day, as a nightly job would), run-all, file-level runtime, import graph, the exact-line oracle;
+   after the last commit of each day, as a nightly job would), run-all,
+   file-level runtime, import graph, the exact-line oracle;
 3. records per commit, in STATE/commit-NNN.json, what each selected, what it
    cost and what it missed, then a checkpoint (STATE/ckpt-NNN.json) of the
    coverage; an interrupted replay resumes from the last checkpoint and
