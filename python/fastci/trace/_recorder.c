@@ -37,7 +37,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 #if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE
 #include <internal/pycore_frame.h>
@@ -769,10 +771,101 @@ static PyObject *recorder_add_audit_hook(PyObject *module, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/*===- Signals whose Python handler may never run ------------------------===*
+ *
+ * A Python-level signal handler runs only when the main thread next executes
+ * bytecode. A main thread blocked in C code that retries on EINTR (waitpid
+ * in system(), a native library's wait), or that started blocking right
+ * after the signal arrived (a pool worker entering its queue's lock while
+ * the sampling thread held the GIL), never does: a process that SIGTERM
+ * would have killed at once lives on. watch_signal() puts a C handler in
+ * front of the one Python installed, counting deliveries, so the sampling
+ * thread can see a signal whose handler has not run and end the process
+ * itself (process.py). Only one signal is watched.
+ *
+ *===----------------------------------------------------------------------===*/
+
+static int watched_signal;
+static struct sigaction chained_action; /* Python's, called after counting */
+static volatile sig_atomic_t deliveries;
+
+static void count_and_chain(int signum, siginfo_t *info, void *context) {
+  deliveries = deliveries + 1;
+  if (chained_action.sa_flags & SA_SIGINFO)
+    chained_action.sa_sigaction(signum, info, context);
+  else if (chained_action.sa_handler != SIG_DFL &&
+           chained_action.sa_handler != SIG_IGN)
+    chained_action.sa_handler(signum);
+}
+
+/* watch_signal(signum) -> bool: count deliveries of \p signum in front of
+ * its current handler. False when another signal is watched already or the
+ * current disposition is not a handler. Calling it again for the watched
+ * signal after something replaced the handler puts the watch back. */
+static PyObject *recorder_watch_signal(PyObject *module, PyObject *args) {
+  int signum;
+  if (!PyArg_ParseTuple(args, "i:watch_signal", &signum))
+    return NULL;
+  if (watched_signal && watched_signal != signum)
+    Py_RETURN_FALSE;
+  struct sigaction current;
+  if (sigaction(signum, NULL, &current) < 0)
+    return PyErr_SetFromErrno(PyExc_OSError);
+  if ((current.sa_flags & SA_SIGINFO) &&
+      current.sa_sigaction == count_and_chain)
+    Py_RETURN_TRUE;
+  if (!(current.sa_flags & SA_SIGINFO) &&
+      (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN))
+    Py_RETURN_FALSE;
+  struct sigaction ours = current;
+  ours.sa_flags |= SA_SIGINFO;
+  ours.sa_sigaction = count_and_chain;
+  /* The chained action must be complete before the first delivery. */
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &before);
+  chained_action = current;
+  watched_signal = signum;
+  int failed = sigaction(signum, &ours, NULL) < 0;
+  pthread_sigmask(SIG_SETMASK, &before, NULL);
+  if (failed)
+    return PyErr_SetFromErrno(PyExc_OSError);
+  Py_RETURN_TRUE;
+}
+
+/* signal_deliveries() -> int: how often the watched signal arrived. */
+static PyObject *recorder_signal_deliveries(PyObject *module,
+                                            PyObject *unused) {
+  return PyLong_FromLong((long)deliveries);
+}
+
+/* die_by(signum): take the default action of \p signum, from any thread.
+ * signal.signal() works in the main thread only, and the main thread is the
+ * one that cannot run Python here. */
+static PyObject *recorder_die_by(PyObject *module, PyObject *args) {
+  int signum;
+  if (!PyArg_ParseTuple(args, "i:die_by", &signum))
+    return NULL;
+  struct sigaction fallback;
+  memset(&fallback, 0, sizeof fallback);
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  if (sigaction(signum, &fallback, NULL) < 0 || kill(getpid(), signum) < 0)
+    return PyErr_SetFromErrno(PyExc_OSError);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"add_audit_hook", recorder_add_audit_hook, METH_VARARGS,
      "add_audit_hook(callback, events): callback(event, args) for the named "
      "audit events only, from a C hook."},
+    {"watch_signal", recorder_watch_signal, METH_VARARGS,
+     "watch_signal(signum) -> bool: count deliveries of a signal in front of "
+     "its handler."},
+    {"signal_deliveries", recorder_signal_deliveries, METH_NOARGS,
+     "signal_deliveries() -> int: deliveries of the watched signal."},
+    {"die_by", recorder_die_by, METH_VARARGS,
+     "die_by(signum): take the signal's default action, from any thread."},
     {"capture", recorder_capture, METH_VARARGS,
      "capture(frames, counts, skip_ident, codes): sampler.capture() in C."},
 #if PY_VERSION_HEX >= 0x030B0000

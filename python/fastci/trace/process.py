@@ -17,6 +17,7 @@ right before the process starts one (see sampler.own_ranks).
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import functools
 import os
@@ -53,6 +54,7 @@ def start(config: _config.Config, test_id: str | None = None) -> Sampler:
     if test_id:
         _sampler.begin(test_id)
     _install_hooks()
+    _sampler.on_tick = _sigterm_watch
     _sampler.start()
     return _sampler
 
@@ -193,15 +195,76 @@ def _register_mp_finalizer(sampler):
 
 
 def _install_sigterm_handler():
+    global _sigterm_watch
     if threading.current_thread() is not threading.main_thread():
         return  # only the main thread may install handlers
     previous = signal.getsignal(signal.SIGTERM)
     if previous is signal.SIG_DFL or callable(previous):
         signal.signal(signal.SIGTERM, functools.partial(_on_sigterm, previous))
     # SIG_IGN, or a handler installed from C (None): leave the program's choice alone.
+    if previous is signal.SIG_DFL:
+        # The process would have died at once: make sure it still does.
+        _sigterm_watch = _SigtermWatch.install()
+
+
+class _SigtermWatch:
+    """Ends the process when a SIGTERM's Python handler cannot run.
+
+    Python runs a signal's handler only when the main thread next executes
+    bytecode. A main thread blocked in C code that retries on EINTR, or one
+    that entered a blocking call just after the signal arrived (a pool
+    worker taking its queue's lock while the sampling thread held the GIL),
+    never does, and a process SIGTERM would have killed lives on: an
+    orphaned multiprocessing worker, a CI job that hangs. The extension
+    counts deliveries in front of Python's handler; the sampling thread
+    checks the count every tick (Sampler.on_tick) and, when a delivery has
+    gone unhandled for GRACE seconds, writes the final files and takes the
+    signal's default action itself.
+    """
+
+    GRACE = 0.1  # a main thread running bytecode handles the signal in microseconds
+
+    def __init__(self, module):
+        self._deliveries = module.signal_deliveries
+        self.handled = self._deliveries()
+        self._unhandled_since = None
+
+    @classmethod
+    def install(cls):
+        """A watch on SIGTERM's current (our) handler, or None without the extension."""
+        module = _recorder.extension()
+        if module is None or not hasattr(module, "watch_signal"):
+            return None
+        try:
+            if not module.watch_signal(signal.SIGTERM):
+                return None
+        except OSError:
+            return None
+        return cls(module)
+
+    def acknowledge(self):
+        """The Python handler runs: every delivery so far is handled."""
+        self.handled = self._deliveries()
+
+    def __call__(self, now):
+        """One check, from the sampling thread, with the monotonic time `now`."""
+        if self._deliveries() == self.handled or _stopping:
+            self._unhandled_since = None
+            return
+        if self._unhandled_since is None:
+            self._unhandled_since = now
+        elif now - self._unhandled_since >= self.GRACE:
+            self.handled = self._deliveries()
+            stop(join=False)
+            _die_by(signal.SIGTERM)
+
+
+_sigterm_watch = None  # the _SigtermWatch of this process, if any
 
 
 def _on_sigterm(previous, signum, frame):
+    if _sigterm_watch is not None:
+        _sigterm_watch.acknowledge()
     if callable(previous):
         # The program handles SIGTERM itself and may well keep running:
         # save what we have, keep sampling, let atexit write the final file.
@@ -221,6 +284,10 @@ def _on_sigterm(previous, signum, frame):
 
 def _die_by(signum):
     # Re-deliver with the default action so the process dies "by SIGTERM",
-    # exactly as it would have without us.
+    # exactly as it would have without us. signal.signal() works in the main
+    # thread only; the sampling thread (_SigtermWatch) goes through C.
+    if _thread.get_ident() != threading.main_thread().ident:
+        _recorder.extension().die_by(signum)
+        return
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)

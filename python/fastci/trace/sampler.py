@@ -35,6 +35,7 @@ Why a thread rather than a SIGPROF/SIGALRM timer: see docs/Evidence.md
 import _thread
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -57,6 +58,14 @@ COLLECTION_ID = "<collection>"
 # Random per interpreter (fork children share it and differ by pid): made
 # once, because os.urandom costs a fork child a dozen copied pages.
 _PROCESS_TOKEN = os.urandom(3).hex()
+
+# Signals the sampling thread blocks: all but those a fault raises in the
+# thread that caused it (blocking those would make a crash in our own thread
+# undiagnosable) and the two no thread can block.
+_ASYNCHRONOUS_SIGNALS = signal.valid_signals() - {
+    getattr(signal, name) for name in ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP",
+                                       "SIGSYS", "SIGABRT", "SIGKILL", "SIGSTOP")
+    if hasattr(signal, name)}
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -190,6 +199,12 @@ class SamplingThread:
 
     def _main(self, run, generation):
         try:
+            # Signals sent to the process go to a thread that does not block
+            # them. In ours a handler only sets a flag for the main thread;
+            # in the main thread it also interrupts a blocking call (a pool
+            # worker waiting for its queue), so that the handler runs.
+            if hasattr(signal, "pthread_sigmask"):
+                signal.pthread_sigmask(signal.SIG_BLOCK, _ASYNCHRONOUS_SIGNALS)
             run(generation)
         finally:
             self._done.release()
@@ -262,6 +277,9 @@ class Sampler:
         # left sleeping by stop() returns when it wakes (see _run).
         self._generation = 0
         self._asleep = False  # the sampling thread is between two ticks
+        # Called by the sampling thread after every tick with the monotonic
+        # time (process.py's SIGTERM watch), or None.
+        self.on_tick = None
 
     # -- lifecycle -------------------------------------------------------
     def start(self):
@@ -463,6 +481,8 @@ class Sampler:
                 last_cpu = cpu
                 if self._tracer is not None:
                     self._tracer.check_budget()
+                if self.on_tick is not None:
+                    self.on_tick(now)
                 if self._dist_rank is None and now >= next_rank_poll:
                     # Every tick until found: short-lived ranks must not
                     # exit before their rank is read.

@@ -11,13 +11,15 @@
 """
 
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
 
 import pytest
 
-from conftest import PACKAGE_ROOT  # noqa: F401  (puts the package on sys.path)
+from conftest import PYTHON, clean_env, write  # also puts the package on sys.path
 
 from fastci.trace import config as trace_config
 from fastci.trace import recorder as trace_recorder
@@ -256,8 +258,6 @@ def test_audit_hooks_see_only_the_events_they_name(tmp_path):
         "sys.audit('fastci.test', 42)\n"
         "print(recorder.extension() is not None, sorted({e for e, _ in seen}),\n"
         "      ('fastci.test', 42) in seen, any(a == os.devnull for e, a in seen if e == 'open'))\n")
-    import subprocess
-    from conftest import PYTHON, clean_env
     for setting in (None, "off"):
         env = clean_env()
         if setting:
@@ -281,3 +281,28 @@ def test_add_audit_hook_rejects_bad_arguments():
         module.add_audit_hook(lambda event, args: None, ("open", 1))
     with pytest.raises(TypeError):
         module.add_audit_hook(lambda event, args: None, ["open"])
+
+
+def test_signal_watch_counts_deliveries_in_front_of_the_python_handler(tmp_path):
+    if trace_recorder.extension() is None:
+        pytest.skip("no _recorder extension for this interpreter")
+    script = write(tmp_path / "watch.py", """
+        import os, signal
+        from fastci.trace import recorder
+        module = recorder.extension()
+        print(module.watch_signal(signal.SIGUSR1))  # SIG_DFL: nothing to chain
+        handled = []
+        signal.signal(signal.SIGUSR1, lambda signum, frame: handled.append(signum))
+        print(module.watch_signal(signal.SIGUSR1), module.watch_signal(signal.SIGUSR1))
+        print(module.watch_signal(signal.SIGUSR2))  # one signal at a time
+        os.kill(os.getpid(), signal.SIGUSR1)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        print(module.signal_deliveries(), handled == [signal.SIGUSR1] * 2)
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        os.kill(os.getpid(), signal.SIGUSR1)  # the watch is gone with the handler
+        print(module.signal_deliveries())
+        module.die_by(signal.SIGUSR2)
+    """)
+    proc = subprocess.run([PYTHON, str(script)], env=clean_env(), capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGUSR2, proc.stderr
+    assert proc.stdout.split("\n")[:5] == ["False", "True True", "False", "2 True", "2"]

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from conftest import PYTHON, by_function, clean_env, load_out, write
+from fastci.trace import recorder as trace_recorder
 
 TEST_ID = "ci/job: nightly;smoke"
 
@@ -69,6 +70,37 @@ def test_death_by_signal_unchanged_and_flushed_complete(tmp_path, job):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == -signal.SIGTERM
     (_, header, stacks), = load_out(out)
+    assert header["complete"] == "true"
+
+
+def test_sigterm_ends_a_job_blocked_in_c_code(tmp_path):
+    """A Python SIGTERM handler runs only when the main thread executes
+    bytecode again: one blocked in C code that retries on EINTR (here
+    waitpid inside system()) never does. Untraced, SIGTERM kills the job at
+    once; traced, the sampling thread sees the unhandled delivery, writes the
+    final file and takes the default action itself."""
+    if trace_recorder.extension() is None:
+        pytest.skip("the watch needs the _recorder extension")
+    write(tmp_path / "blocked.py", """
+        import ctypes, sys
+        print("blocking", flush=True)
+        ctypes.CDLL(None).system(b"sleep 60")
+        print("returned", flush=True)
+    """)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(wrapper(out, PYTHON, "blocked.py"), cwd=str(tmp_path),
+                            env=clean_env(), stdout=subprocess.PIPE, universal_newlines=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline() == "blocking\n"
+        time.sleep(0.2)  # into system()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == -signal.SIGTERM
+        assert proc.stdout.read() == ""
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the orphaned sleep
+        proc.wait()
+    (_, header, _), = load_out(out)
     assert header["complete"] == "true"
 
 
