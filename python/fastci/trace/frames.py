@@ -110,6 +110,10 @@ class FrameDescriber:
         self._real_dirs = {}  # directory -> (its real path, its names, its links)
         self._dir_verdicts = {}  # absolute directory -> (files inside the repository?, names, links)
 
+    def forget_codes(self):
+        """Drop what is cached per code object (a fork child's fresh start); paths stay."""
+        self._codes, self._repo, self._lines, self._frames = {}, {}, {}, {}
+
     def frame(self, code, lasti):
         """Return the encoded `path:qualname:line` of `code` at bytecode offset `lasti`.
 

@@ -10,7 +10,8 @@ failed (a finder at the end of `sys.meta_path` sees only the names no other
 finder found). A test's evidence lists the union as `@x name` lines: what its
 process had imported or tried to import by the end of the test, including
 collection, so that a test that uses a module another test imported first
-still names it.
+still names it. A fork child lists what it imports itself; its parent's file
+for the same test lists the rest.
 
 Mapping the modules back to distributions (`sklearn` → `scikit-learn`) reads
 installed metadata, tens of milliseconds: pytest's process does it once at
@@ -60,9 +61,22 @@ class ExternalImports:
         self.update()
 
     def install(self):
-        """Append the failed-import finder to sys.meta_path (once per interpreter)."""
-        if not any(isinstance(f, _FailedImportFinder) for f in sys.meta_path):
-            sys.meta_path.append(_FailedImportFinder(self.failed, self._stdlib or ()))
+        """Append the failed-import finder to sys.meta_path (once per interpreter; a
+        later ExternalImports takes the finder over)."""
+        for finder in sys.meta_path:
+            if isinstance(finder, _FailedImportFinder):
+                finder.owner = self
+                return
+        sys.meta_path.append(_FailedImportFinder(self, self._stdlib or ()))
+
+    def forked(self):
+        """In a fork child: start from nothing, from now on.
+
+        What the parent had imported is the parent's to report (its file
+        for the same test lists it), and reading the parent's sets back in
+        the child would copy the page of every name in them."""
+        self.loaded, self.failed = set(), set()
+        self._mark = self._mark_fn()
 
     def update(self):
         """Take in the modules imported since the last update."""
@@ -102,13 +116,13 @@ class ExternalImports:
 class _FailedImportFinder:
     """Last on sys.meta_path: records each top-level name no finder before it found."""
 
-    def __init__(self, failed, stdlib):
-        self._failed = failed
+    def __init__(self, owner, stdlib):
+        self.owner = owner  # the ExternalImports whose `failed` set this adds to
         self._stdlib = stdlib  # other platforms' modules (`nt`, `_winapi`) install nowhere
 
     def find_spec(self, name, path=None, target=None):
         if path is None and "." not in name and name not in self._stdlib:
-            self._failed.add(name)
+            self.owner.failed.add(name)
         return None
 
     def invalidate_caches(self):

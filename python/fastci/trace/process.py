@@ -97,7 +97,7 @@ def _install_hooks():
         return
     _hooks_installed = True
     atexit.register(stop)
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
     _install_sigterm_handler()
     _recorder.add_audit_hook(_on_audit, ("open",) + tuple(sorted(_SPAWN_EVENTS)))
 
@@ -175,6 +175,15 @@ def _spawned_files(event, args):
         if os.path.isfile(path):
             found.append(path)
     return found
+
+
+def _before_fork():
+    if _sampler is None:
+        return
+    try:
+        _sampler.before_fork()
+    except Exception:
+        pass  # never let bookkeeping break the program's fork
 
 
 def _after_fork_in_child():

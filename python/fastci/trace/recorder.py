@@ -180,6 +180,7 @@ def classify(frame):
 # The recorder whose armed code objects are live, for the audit hook: one
 # per process (the extension's hit() records into one recorder only).
 _armed_recorder = None
+_RETIRED = []  # closed extension recorders, never freed (see FunctionRecorder.close)
 _audit_hook_installed = False
 
 
@@ -304,6 +305,10 @@ class FunctionRecorder:
             _armed_recorder = None
         if self._ext is not None:
             self._ext.uninstall()
+            # Kept, not freed: freeing it releases every code object it
+            # saw, and in a fork child about to exit each release copies a
+            # page (10 ms in a DataLoader worker of a torch test).
+            _RETIRED.append(self._ext)
             self._ext = None
         if restore and self._armer is not None:
             self._armer.restore_functions(self._set_code)

@@ -6,9 +6,11 @@ These drive a real pytest session and a child interpreter and read the
 files back.
 """
 
+import importlib.util
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -119,12 +121,29 @@ def test_external_imports_classification(tmp_path):
 
 
 def test_failed_import_finder_records_top_level_names_only():
-    failed = set()
-    finder = packages._FailedImportFinder(failed, {"nt"})
+    owner = types.SimpleNamespace(failed=set())
+    finder = packages._FailedImportFinder(owner, {"nt"})
     assert finder.find_spec("some_missing") is None
     finder.find_spec("pkg.sub", ["/x"])
     finder.find_spec("nt")
-    assert failed == {"some_missing"}
+    assert owner.failed == {"some_missing"}
+
+
+def test_fork_child_lists_only_its_own_imports(tmp_path, monkeypatch):
+    """The parent's file for the same test lists what the parent had; the
+    child starts from nothing, and the finder records into the child's set."""
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    for finder in sys.meta_path:  # one an in-process Sampler installed
+        if isinstance(finder, packages._FailedImportFinder):
+            monkeypatch.setattr(finder, "owner", finder.owner)
+    imports = packages.ExternalImports([str(tmp_path) + os.sep], sampler.modules_mark,
+                                       sampler.modules_since)
+    imports.install()
+    imports.loaded.add("inherited")
+    imports.forked()
+    assert imports.names() == []
+    assert importlib.util.find_spec("fastci_no_such_module_after_fork") is None
+    assert imports.names() == ["fastci_no_such_module_after_fork"]
 
 
 @pytest.mark.parametrize("name, normalized", [
