@@ -109,6 +109,10 @@ class FrameDescriber:
         self._indexes = {}  # absolute path -> {(line, name): qualname}
         self._real_dirs = {}  # directory -> (its real path, its names, its links)
         self._dir_verdicts = {}  # absolute directory -> (files inside the repository?, names, links)
+        # absolute directory outside the repository -> the names in it that
+        # are not links: files in_repository_file() rejects without a look,
+        # whose exec events the recorder's audit hook drops in C.
+        self.outside = {}
 
     def forget_codes(self):
         """Drop what is cached per code object (a fork child's fresh start); paths stay."""
@@ -186,6 +190,8 @@ class FrameDescriber:
             real = os.path.join(real, "")
             verdict = self._dir_verdicts[directory] = (
                 real.startswith(self._root) and not real.startswith(self._exclude), names, links)
+            if not verdict[0]:
+                self.outside[directory] = frozenset(names - links)
         if verdict is not None and name in verdict[1] and name not in verdict[2]:
             return verdict[0]
         path = self._path(filename)

@@ -99,7 +99,9 @@ def _install_hooks():
     atexit.register(stop)
     os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
     _install_sigterm_handler()
-    _recorder.add_audit_hook(_on_audit, ("open",) + tuple(sorted(_SPAWN_EVENTS)))
+    # Two hooks: the suffixes judge opened files, not spawned programs.
+    _recorder.add_audit_hook(_on_audit, ("open",), suffixes=_SKIPPED_SUFFIXES)
+    _recorder.add_audit_hook(_on_audit, tuple(sorted(_SPAWN_EVENTS)))
 
 
 # Suffixes never recorded as file dependencies: Python sources (their

@@ -119,23 +119,44 @@ def extension():
     return _EXTENSIONS[path]
 
 
-def add_audit_hook(callback, events):
+def add_audit_hook(callback, events, suffixes=(), files=None):
     """Call `callback(event, args)` for the audit events named in `events` only.
 
-    Through the extension's C hook where it loads: a Python hook costs a
-    Python call for every audit event of the process, and on 3.11 every
-    id() and frame.f_code is one. Otherwise sys.addaudithook. Either way
-    the hook stays for the life of the process."""
+    Events about a file the callback would ignore can be dropped before
+    it: a path (`open`'s str path, the co_filename of `exec`'s code) that
+    ends with one of `suffixes`, or whose directory and name are in
+    `files[0]`, a dict {absolute directory: set of names} its owner keeps
+    filling (`files` is a one-element list, so that the owner can swap
+    the dict). Through the extension's C hook where it loads: a Python
+    hook costs a Python call for every audit event of the process, and on
+    3.11 every id() and frame.f_code is one. Otherwise sys.addaudithook.
+    Either way the hook stays for the life of the process."""
     module = extension()
     if module is not None and hasattr(module, "add_audit_hook"):
-        module.add_audit_hook(callback, tuple(events))
+        module.add_audit_hook(callback, tuple(events), tuple(suffixes),
+                              *([files] if files is not None else []))
         return
     wanted = frozenset(events)
+    suffixes = tuple(suffixes)
 
     def hook(event, args):
-        if event in wanted:
+        if event in wanted and not _dropped(args, suffixes, files):
             callback(event, args)
     sys.addaudithook(hook)
+
+
+def _dropped(args, suffixes, files):
+    """The extension's filter of add_audit_hook(), for the Python hook."""
+    path = args[0] if args else None
+    if type(path) is types.CodeType:
+        path = path.co_filename
+    if not isinstance(path, str):
+        return False
+    if suffixes and path.endswith(suffixes):
+        return True
+    directory, slash, name = path.rpartition("/")
+    names = files[0].get(directory) if files and directory else None
+    return isinstance(names, (set, frozenset)) and name in names
 
 
 def claim_tool_id():
@@ -182,6 +203,9 @@ def classify(frame):
 _armed_recorder = None
 _RETIRED = []  # closed extension recorders, never freed (see FunctionRecorder.close)
 _audit_hook_installed = False
+# The files whose exec events the audit hook drops: [the armed recorder's
+# `outside`], swapped when another recorder arms.
+_EXEC_DROPPED = [{}]
 
 
 def _on_audit(event, args):
@@ -203,15 +227,19 @@ class FunctionRecorder:
     given repository roots (with a trailing separator), which the extension
     uses as a cheap first filter. `in_repository_file(co_filename)` decides
     the same for code that may die (the code objects armed on 3.11; default:
-    in_repository, which must then not cache by id).
+    in_repository, which must then not cache by id). `outside`, a dict
+    {absolute directory: names} that in_repository_file fills with files
+    it rejects (frames.FrameDescriber.outside), lets the audit hook drop
+    their exec events before any Python runs.
     """
 
-    def __init__(self, in_repository, prefixes, in_repository_file=None):
+    def __init__(self, in_repository, prefixes, in_repository_file=None, outside=None):
         self._in_repository = in_repository
         self._arms = (in_repository if in_repository_file is None
                       else lambda code: in_repository_file(code.co_filename))
         self._in_repository_file = in_repository_file
         self._prefixes = tuple(prefixes)
+        self._outside = {} if outside is None else outside
         self.mechanism = None
         self._ext = None
         self._tool = None
@@ -333,9 +361,10 @@ class FunctionRecorder:
         self._ext = recorder
         self.mechanism = "armed-code"
         _armed_recorder = self
+        _EXEC_DROPPED[0] = self._outside
         if not _audit_hook_installed:
             _audit_hook_installed = True  # an audit hook cannot be removed again
-            add_audit_hook(_on_audit, ("exec",))
+            add_audit_hook(_on_audit, ("exec",), files=_EXEC_DROPPED)
         try:
             self._arm_functions()
         except arming.ArmingError as e:

@@ -238,7 +238,8 @@ class Sampler:
         self.describer = FrameDescriber(config.root, cwd or os.getcwd(), _PACKAGE_DIR)
         roots = {os.path.join(config.root, ""), os.path.join(os.path.realpath(config.root), "")}
         self._recorder = _recorder.FunctionRecorder(self.describer.in_repository, sorted(roots),
-                                                    self.describer.in_repository_file)
+                                                    self.describer.in_repository_file,
+                                                    self.describer.outside)
         try:
             exact = self._recorder.start()
         except Exception as e:  # never let the recorder affect the program

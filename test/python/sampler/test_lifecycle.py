@@ -169,6 +169,9 @@ def test_in_repository_file_judges_by_directory_but_follows_file_links(tmp_path)
     }
     for _ in range(2):  # listed on the first round, from the listings on the second
         assert {p: describer.in_repository_file(str(p)) for p in verdicts} == verdicts
+    # What the audit hook may drop unseen: the regular files of directories
+    # outside the repository (links are judged alone), nothing inside it.
+    assert describer.outside == {str(outside): {"v.py"}, str(repo / "own_link"): {"s.py"}}
     # Names created after their directory was listed.
     (outside / "late.py").symlink_to(repo / "pkg" / "a.py")
     (repo / "pkg" / "late_out.py").symlink_to(outside / "v.py")
@@ -271,6 +274,40 @@ def test_audit_hooks_see_only_the_events_they_name(tmp_path):
             assert out[0] == "True"  # the C hook
 
 
+def test_audit_hooks_drop_events_about_files_the_callback_ignores(tmp_path):
+    """Events whose path ends with a dropped suffix, or whose directory and
+    name are in the dict held by `files` (swappable), never reach the
+    callback; other names of the same directory, other directories and
+    paths that are not str still do. Both hooks, the same answers."""
+    script = tmp_path / "drop.py"
+    script.write_text(
+        "import os, sys\n"
+        "from fastci.trace import recorder\n"
+        "seen = []\n"
+        "files = [{'/d': frozenset({'skip.json'})}]\n"
+        "recorder.add_audit_hook(lambda event, args: seen.append(args[0]), ('fastci.test',),\n"
+        "                        suffixes=('.py', '.pyc'), files=files)\n"
+        "code = compile('1', '/d/skip.json', 'eval')\n"
+        "for path in ('/a/m.py', '/a/m.pyc', '/a/m.pyx', '/d/skip.json', '/d/keep.json',\n"
+        "             '/e/skip.json', 'skip.json', b'/a/m.py', 7):\n"
+        "    sys.audit('fastci.test', path)\n"
+        "sys.audit('fastci.test', code)\n"
+        "files[0] = {'/d': {'keep.json'}}\n"
+        "sys.audit('fastci.test', '/d/skip.json'); sys.audit('fastci.test', '/d/keep.json')\n"
+        "files[0] = {}\n"
+        "sys.audit('fastci.test', code)\n"
+        "print(repr([a if not hasattr(a, 'co_filename') else 'code' for a in seen]))\n")
+    expected = repr(["/a/m.pyx", "/d/keep.json", "/e/skip.json", "skip.json", b"/a/m.py", 7,
+                     "/d/skip.json", "code"])
+    for setting in (None, "off"):
+        env = clean_env()
+        if setting:
+            env[trace_recorder.ENV_RECORDER] = setting
+        out = subprocess.run([PYTHON, str(script)], env=env, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        assert out == expected, setting
+
+
 def test_add_audit_hook_rejects_bad_arguments():
     module = trace_recorder.extension()
     if module is None or not hasattr(module, "add_audit_hook"):
@@ -281,6 +318,10 @@ def test_add_audit_hook_rejects_bad_arguments():
         module.add_audit_hook(lambda event, args: None, ("open", 1))
     with pytest.raises(TypeError):
         module.add_audit_hook(lambda event, args: None, ["open"])
+    with pytest.raises(TypeError):
+        module.add_audit_hook(lambda event, args: None, ("open",), (".py", 1))
+    with pytest.raises(TypeError):
+        module.add_audit_hook(lambda event, args: None, ("open",), (), {})
 
 
 def test_signal_watch_counts_deliveries_in_front_of_the_python_handler(tmp_path):
