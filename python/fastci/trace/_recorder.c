@@ -332,9 +332,8 @@ static PyObject *Recorder_installed(Recorder *self, PyObject *unused) {
 
 static PyObject *Recorder_hooked(Recorder *self, PyObject *unused) {
   PyInterpreterState *interp = PyInterpreterState_Get();
-  return PyBool_FromLong(active == self &&
-                         _PyInterpreterState_GetEvalFrameFunc(interp) ==
-                             evaluate);
+  return PyBool_FromLong(active == self && _PyInterpreterState_GetEvalFrameFunc(
+                                               interp) == evaluate);
 }
 
 #if PY_VERSION_HEX >= 0x030B0000
@@ -745,7 +744,8 @@ static int dropped(AuditFilter *filter, PyObject *path) {
     return 0;
   int result = 0;
   PyObject *directory = PyUnicode_Substring(path, 0, slash);
-  PyObject *names = directory ? PyDict_GetItemWithError(files, directory) : NULL;
+  PyObject *names =
+      directory ? PyDict_GetItemWithError(files, directory) : NULL;
   if (names && PyAnySet_Check(names)) {
     PyObject *name = PyUnicode_Substring(path, slash + 1, length);
     result = name && PySet_Contains(names, name) == 1;
