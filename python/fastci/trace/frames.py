@@ -18,6 +18,7 @@ import bisect
 import os
 import sys
 
+from . import forks
 from .evidence import encode_frame_prefix
 
 _HAS_QUALNAME = sys.version_info >= (3, 11)
@@ -115,7 +116,10 @@ class FrameDescriber:
         self.outside = {}
 
     def forget_codes(self):
-        """Drop what is cached per code object (a fork child's fresh start); paths stay."""
+        """Drop what is cached per code object (a fork child's fresh start); paths stay.
+
+        The parent's tables are kept, not freed (forks.py)."""
+        forks.keep(self._codes, self._repo, self._lines, self._frames)
         self._codes, self._repo, self._lines, self._frames = {}, {}, {}, {}
 
     def frame(self, code, lasti):

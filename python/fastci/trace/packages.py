@@ -26,6 +26,8 @@ import os
 import re
 import sys
 
+from . import forks
+
 _NORMALIZE_RE = re.compile(r"[-_.]+")
 _REQUIREMENT_NAME_RE = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
@@ -75,6 +77,7 @@ class ExternalImports:
         What the parent had imported is the parent's to report (its file
         for the same test lists it), and reading the parent's sets back in
         the child would copy the page of every name in them."""
+        forks.keep(self.loaded, self.failed)  # not freed (forks.py)
         self.loaded, self.failed = set(), set()
         self._mark = self._mark_fn()
 

@@ -42,7 +42,7 @@ import os
 import sys
 import types
 
-from . import arming
+from . import arming, forks
 
 _MONITORING = sys.version_info >= (3, 12) and hasattr(sys, "monitoring")
 # sys.monitoring ids 0-2 and 5 are reserved by convention for debuggers,
@@ -201,7 +201,6 @@ def classify(frame):
 # The recorder whose armed code objects are live, for the audit hook: one
 # per process (the extension's hit() records into one recorder only).
 _armed_recorder = None
-_RETIRED = []  # closed extension recorders, never freed (see FunctionRecorder.close)
 _audit_hook_installed = False
 # The files whose exec events the audit hook drops: [the armed recorder's
 # `outside`], swapped when another recorder arms.
@@ -213,10 +212,6 @@ def _on_audit(event, args):
         recorder = _armed_recorder
         if recorder is not None:
             recorder._on_exec(args[0])
-
-
-# The record lists fork children inherited (see FunctionRecorder.forget).
-_INHERITED = []
 
 
 class FunctionRecorder:
@@ -311,7 +306,7 @@ class FunctionRecorder:
         if self._ext is not None:
             self._ext.forget()
         else:
-            _INHERITED.append((self._functions, self._imports))
+            forks.keep(self._functions, self._imports)
             self._functions, self._imports = [], []
 
     def reset(self):
@@ -336,7 +331,7 @@ class FunctionRecorder:
             # Kept, not freed: freeing it releases every code object it
             # saw, and in a fork child about to exit each release copies a
             # page (10 ms in a DataLoader worker of a torch test).
-            _RETIRED.append(self._ext)
+            forks.keep(self._ext)
             self._ext = None
         if restore and self._armer is not None:
             self._armer.restore_functions(self._set_code)

@@ -347,3 +347,24 @@ def test_signal_watch_counts_deliveries_in_front_of_the_python_handler(tmp_path)
     proc = subprocess.run([PYTHON, str(script)], env=clean_env(), capture_output=True, text=True)
     assert proc.returncode == -signal.SIGUSR2, proc.stderr
     assert proc.stdout.split("\n")[:5] == ["False", "True True", "False", "2 True", "2"]
+
+
+def test_fork_child_caches_are_replaced_not_freed(tmp_path):
+    """Freeing an inherited table writes to every object in it (a page copy
+    each in a fork child): what a child replaces stays alive in forks."""
+    from fastci.trace import forks, packages, sampler
+    from fastci.trace.frames import FrameDescriber
+    describer = FrameDescriber(str(tmp_path), str(tmp_path), str(tmp_path / "own"))
+    describer.in_repository(test_fork_child_caches_are_replaced_not_freed.__code__)
+    tables = (describer._codes, describer._repo, describer._lines, describer._frames)
+    assert describer._repo
+    describer.forget_codes()
+    assert not describer._repo
+    imports = packages.ExternalImports([str(tmp_path) + os.sep], sampler.modules_mark,
+                                       sampler.modules_since)
+    loaded = imports.loaded
+    loaded.add("inherited")
+    imports.forked()
+    assert imports.loaded == set()
+    kept = [id(obj) for objects in forks._KEPT for obj in objects]
+    assert all(id(table) in kept for table in tables + (loaded,))
