@@ -245,6 +245,17 @@ def test_entry_line_skips_nested_code_lazily_with_the_same_answers():
     assert found["<module>", 1] == 0
 
 
+def _run_with_each_audit_hook(script):
+    """(setting, stdout) of `script` with the C hook (None) and the
+    sys.addaudithook fallback ("off")."""
+    for setting in (None, "off"):
+        env = clean_env()
+        if setting:
+            env[trace_recorder.ENV_RECORDER] = setting
+        yield setting, subprocess.run([PYTHON, str(script)], env=env, capture_output=True,
+                                      text=True, check=True).stdout
+
+
 def test_audit_hooks_see_only_the_events_they_name(tmp_path):
     """The C hook (and the sys.addaudithook fallback) calls back for the named
     events only: the id() and f_code events of every frame a program walks
@@ -261,12 +272,8 @@ def test_audit_hooks_see_only_the_events_they_name(tmp_path):
         "sys.audit('fastci.test', 42)\n"
         "print(recorder.extension() is not None, sorted({e for e, _ in seen}),\n"
         "      ('fastci.test', 42) in seen, any(a == os.devnull for e, a in seen if e == 'open'))\n")
-    for setting in (None, "off"):
-        env = clean_env()
-        if setting:
-            env[trace_recorder.ENV_RECORDER] = setting
-        out = subprocess.run([PYTHON, str(script)], env=env, capture_output=True, text=True,
-                             check=True).stdout.split()
+    for setting, out in _run_with_each_audit_hook(script):
+        out = out.split()
         assert out[1:] == ["['fastci.test',", "'open']", "True", "True"], (setting, out)
         if setting == "off":
             assert out[0] == "False"  # the sys.addaudithook fallback
@@ -299,13 +306,8 @@ def test_audit_hooks_drop_events_about_files_the_callback_ignores(tmp_path):
         "print(repr([a if not hasattr(a, 'co_filename') else 'code' for a in seen]))\n")
     expected = repr(["/a/m.pyx", "/d/keep.json", "/e/skip.json", "skip.json", b"/a/m.py", 7,
                      "/d/skip.json", "code"])
-    for setting in (None, "off"):
-        env = clean_env()
-        if setting:
-            env[trace_recorder.ENV_RECORDER] = setting
-        out = subprocess.run([PYTHON, str(script)], env=env, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        assert out == expected, setting
+    for setting, out in _run_with_each_audit_hook(script):
+        assert out.strip() == expected, setting
 
 
 def test_add_audit_hook_rejects_bad_arguments():
