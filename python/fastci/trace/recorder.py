@@ -154,7 +154,7 @@ def _dropped(args, suffixes, files):
         return False
     if suffixes and path.endswith(suffixes):
         return True
-    directory, slash, name = path.rpartition("/")
+    directory, _, name = path.rpartition("/")
     names = files[0].get(directory) if files and directory else None
     return isinstance(names, (set, frozenset)) and name in names
 
