@@ -13,7 +13,8 @@ in wall time and in process CPU time (all threads, the sampler's included:
 less sensitive than wall time to other jobs on a shared machine); we also
 time the whole child process (start-up and imports, where a burst
 mostly runs). Per mode we print the median of per-round overhead ratios with
-their spread, and the sampling thread's own CPU time per tick times the rate
+their spread, and sampling's own CPU time per tick (the sampling thread's
+and that of the captures the main thread takes) times the rate
 (read from the evidence files' `sampler-cpu-seconds`/`ticks` headers): a
 load-independent estimate of the sampler's share, which the wall-time
 ratios on a busy machine cannot resolve. The load average is printed too.
@@ -225,7 +226,7 @@ def measure_overhead(runs, rate, seconds, calls, workloads=tuple(WORKLOADS)):
                           statistics.median(pratios)))
                 print("  %-8s workload CPU (all threads) %+.2f%% (IQR %+.2f..%+.2f%%)" % (
                     mode, statistics.median(cratios), c1, c3))
-                print("  %-8s sampler thread %.1f us CPU per tick x %g Hz = %.3f%% of a core; "
+                print("  %-8s sampling %.1f us CPU per tick x %g Hz = %.3f%% of a core; "
                       "call burst %.3fs CPU per process; coverage %s" % (
                           mode, per_tick * 1e6, rate, per_tick * rate * 100, burst,
                           ", ".join(coverage)), flush=True)
@@ -269,10 +270,10 @@ def measure_paired(pairs, rate, chunk_seconds, workloads=tuple(WORKLOADS)):
                 sampler.begin("bench/%s" % name)
                 sink = sampler._sinks[-1]
                 elapsed = fn(amount)
+                sampler.end()  # charges the sink what its ticks cost
                 nonlocal ticks, cpu
                 ticks += sink.ticks
                 cpu += sink.sampler_cpu
-                sampler.end()
                 sampler.stop()
                 return elapsed
 
@@ -290,7 +291,7 @@ def measure_paired(pairs, rate, chunk_seconds, workloads=tuple(WORKLOADS)):
             best_base = statistics.mean(sorted(base_times)[:fastest])
             best_traced = statistics.mean(sorted(traced_times)[:fastest])
             print("%s: %d pairs of %.2fs chunks in one interpreter, %g Hz: sampling %+.2f%% "
-                  "(median; 95%% CI %+.2f..%+.2f%%, IQR %+.2f..%+.2f%%); sampler thread "
+                  "(median; 95%% CI %+.2f..%+.2f%%, IQR %+.2f..%+.2f%%); sampling "
                   "%.1f us CPU per tick, %.2f ticks/s" % (
                       name, pairs, statistics.median(base_times), rate,
                       statistics.median(ratios), low, high, q1, q3,

@@ -36,13 +36,19 @@
  *===----------------------------------------------------------------------===*/
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
 #include <frameobject.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE
 #include <internal/pycore_frame.h>
+/* Python.h defined it for extensions; the core headers define it again. */
+#undef _PyGC_FINALIZED
+#include <internal/pycore_interp.h> /* the eval breaker (Ticker) */
 #undef Py_BUILD_CORE
 typedef struct _PyInterpreterFrame EvalFrame;
 #define FRAME_CODE(f) ((f)->f_code)
@@ -677,22 +683,29 @@ static int capture_stack(PyObject *counts, PyObject *codes,
  * frames of sys._current_frames(), without running Python code: no
  * `id()` or `f_code` audit event per frame (each calls every audit hook
  * of the program), a fraction of the sampling thread's time per tick. */
-static PyObject *recorder_capture(PyObject *module, PyObject *args) {
-  PyObject *frames, *counts, *skip, *codes;
-  if (!PyArg_ParseTuple(args, "O!O!OO!:capture", &PyDict_Type, &frames,
-                        &PyDict_Type, &counts, &skip, &PyDict_Type, &codes))
-    return NULL;
+static int capture_frames(PyObject *frames, PyObject *counts, PyObject *skip,
+                          PyObject *codes) {
   Py_ssize_t pos = 0;
   PyObject *ident, *top;
   while (PyDict_Next(frames, &pos, &ident, &top)) {
     int same = PyObject_RichCompareBool(ident, skip, Py_EQ);
     if (same < 0)
-      return NULL;
+      return -1;
     if (same || !PyFrame_Check(top))
       continue;
     if (capture_stack(counts, codes, (PyFrameObject *)top) < 0)
-      return NULL;
+      return -1;
   }
+  return 0;
+}
+
+static PyObject *recorder_capture(PyObject *module, PyObject *args) {
+  PyObject *frames, *counts, *skip, *codes;
+  if (!PyArg_ParseTuple(args, "O!O!OO!:capture", &PyDict_Type, &frames,
+                        &PyDict_Type, &counts, &skip, &PyDict_Type, &codes))
+    return NULL;
+  if (capture_frames(frames, counts, skip, codes) < 0)
+    return NULL;
   Py_RETURN_NONE;
 }
 
@@ -919,6 +932,618 @@ static PyObject *recorder_die_by(PyObject *module, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/*===- The sampling thread's wait between ticks ---------------------------===*
+ *
+ * The sampling thread needs the GIL to capture stacks. While the main thread
+ * holds it, in bytecode or in a long C call that keeps it (loading a shared
+ * library, a PyTorch op), taking it is CPython's timed wait: wake every
+ * switch interval (5 ms), ask for a drop, wait again. On the 2-core VMs we
+ * measure on, that costs a tick 0.6 ms of CPU in pytest's process and 2.5 ms
+ * in one that forks DataLoader workers, against 0.05 ms for a tick that
+ * finds the GIL free (docs/Evidence.md, "Sampler choice").
+ *
+ * So a tick that finds the main thread holding the GIL is taken by the main
+ * thread itself: the waiting thread, without the GIL, queues a pending call
+ * (Py_AddPendingCall), which the main thread runs at its next eval-breaker
+ * check -- the point at which it would have dropped the GIL for the sampling
+ * thread, so the sample is the same -- and which captures in C, running no
+ * Python code. A tick that finds the GIL free or held by another thread (the
+ * main thread blocked in I/O, a join or a collective while other threads
+ * run) returns to the sampling thread, which captures as before. Who holds
+ * the GIL is _PyThreadState_UncheckedGet(): up to CPython 3.11 the current
+ * thread state is process-wide, the GIL holder's.
+ *
+ * CPython 3.11's Py_AddPendingCall() signals the main thread's eval breaker
+ * only when called from the main thread; from ours the call would wait for
+ * the next unrelated eval-breaker event (a signal, a GIL drop request). So
+ * the waiting thread sets the breaker itself, as the main thread's own
+ * COMPUTE_EVAL_BREAKER would have; the main thread clears it once the call
+ * has run. On 3.9/3.10 the sampling thread takes every tick.
+ *
+ *===----------------------------------------------------------------------===*/
+
+/* A point of a sampled stack: what capture_stack() keys a frame by. */
+typedef struct {
+  PyCodeObject *code;
+  int lasti;
+} FramePoint;
+
+/* A distinct stack the ticks have seen, and its samples since the last
+ * drain(): `points` is its own copy, innermost first; depth 0 marks an empty
+ * slot. The code objects are kept alive by the sampler's codes table. */
+typedef struct {
+  uint64_t hash;
+  Py_ssize_t depth;
+  Py_ssize_t count;
+  FramePoint *points;
+} StackCount;
+
+/* What a queued pending call needs: kept outside the Ticker object, because
+ * a call can outlive it (a Ticker dropped while its call is queued, or one
+ * inherited queued by a fork child), and the queue cannot hold a reference
+ * taken without the GIL. Freed by whichever of the two comes last; both run
+ * with the GIL. */
+typedef struct {
+  PyObject *sinks;     /* the sampler's sinks (list): the last one samples */
+  PyObject *codes;     /* id(code) -> code of every sampled stack */
+  PyThreadState *main; /* the thread that runs pending calls, or NULL */
+  PyInterpreterState *interp; /* main's */
+  unsigned long skip;         /* the sampling thread, not sampled */
+  pid_t pid;                  /* a call queued before a fork is the parent's */
+  atomic_int queued;          /* a pending capture is queued */
+  atomic_int stopped;
+  atomic_int orphaned; /* the Ticker is gone: the queued call frees this */
+  atomic_ullong tick;  /* ticks the sampling thread took */
+  atomic_ullong queued_tick; /* `tick` when the queued capture was queued */
+  Py_ssize_t deferred;       /* ticks the main thread took */
+  double main_cpu;           /* CPU seconds those took */
+  atomic_llong thread_cpu;   /* the sampling thread's CPU clock, in ns, as
+                              * it last read it */
+  PyObject *error;           /* the first capture error, `Type: message` */
+  /* Samples since the last drain(), by stack (open addressing). A tick
+   * that meets known stacks only reads the frames and bumps counters: in a
+   * process that has just forked, every page a tick writes is copied, which
+   * made a tick cost milliseconds (docs/Evidence.md). */
+  StackCount *stacks;
+  size_t stack_capacity; /* a power of two, or 0 */
+  size_t stack_count;
+  Py_ssize_t ticks;    /* ticks since the last drain() */
+  FramePoint *scratch; /* the frames of one tick, per thread */
+  size_t scratch_capacity;
+  int busy; /* a capture or drain() is running: a GC callback that lets
+             * another capture in meanwhile finds it busy and skips */
+} TickState;
+
+typedef struct {
+  PyObject_HEAD TickState *state;
+} Ticker;
+
+/* Why wait_for_tick() returned. */
+enum { TICK_HOUSEKEEPING, TICK_STOPPED };
+
+/* Housekeeping (flushes, the SIGTERM watch) waits for a moment the main
+ * thread does not hold the GIL, up to this long after it is due. */
+static const double HOUSEKEEPING_LATE = 1.0;
+/* The longest sleep: stop() and signal deliveries are noticed this soon. */
+static const double WAIT_SLICE = 0.1;
+
+static double thread_cpu_now(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+static void note_thread_cpu(TickState *state) {
+  struct timespec now;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  atomic_store(&state->thread_cpu,
+               (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+}
+
+static double monotonic_now(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+static void sleep_until(double when) {
+  struct timespec until;
+  until.tv_sec = (time_t)when;
+  until.tv_nsec = (long)((when - (double)until.tv_sec) * 1e9);
+  if (until.tv_nsec >= 1000000000L)
+    until.tv_nsec = 999999999L;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+    ;
+}
+
+static void tick_state_free(TickState *state) {
+  Py_CLEAR(state->sinks);
+  Py_CLEAR(state->codes);
+  Py_CLEAR(state->error);
+  for (size_t i = 0; i < state->stack_capacity; ++i)
+    PyMem_RawFree(state->stacks[i].points);
+  PyMem_RawFree(state->stacks);
+  PyMem_RawFree(state->scratch);
+  PyMem_RawFree(state);
+}
+
+/* Appends a point to the scratch buffer at \p *at; -1 without memory. */
+static int scratch_put(TickState *state, size_t *at, PyCodeObject *code,
+                       int lasti) {
+  if (*at == state->scratch_capacity) {
+    size_t capacity =
+        state->scratch_capacity ? 2 * state->scratch_capacity : 256;
+    FramePoint *grown =
+        PyMem_RawRealloc(state->scratch, capacity * sizeof(FramePoint));
+    if (!grown)
+      return -1;
+    state->scratch = grown;
+    state->scratch_capacity = capacity;
+  }
+  state->scratch[*at].code = code;
+  state->scratch[*at].lasti = lasti;
+  ++*at;
+  return 0;
+}
+
+/* Appends the frames of \p tstate, innermost first, to the scratch buffer
+ * at \p *at: the stack sys._current_frames() and PyFrame_GetBack() would
+ * give, read in place. No frame object is made and no reference taken; the
+ * GIL keeps the frames still. */
+static int walk_frames(TickState *state, PyThreadState *tstate, size_t *at) {
+#if PY_VERSION_HEX >= 0x030B0000
+  for (struct _PyInterpreterFrame *frame =
+           tstate->cframe ? tstate->cframe->current_frame : NULL;
+       frame; frame = frame->previous) {
+    if (_PyFrame_IsIncomplete(frame))
+      continue;
+    int lasti = _PyInterpreterFrame_LASTI(frame);
+    if (scratch_put(state, at, frame->f_code,
+                    lasti < 0 ? -1 : lasti * (int)sizeof(_Py_CODEUNIT)) < 0)
+      return -1;
+  }
+#else
+  for (PyFrameObject *frame = tstate->frame; frame; frame = frame->f_back)
+    if (scratch_put(state, at, frame->f_code, frame_lasti(frame)) < 0)
+      return -1;
+#endif
+  return 0;
+}
+
+static uint64_t stack_hash(const FramePoint *points, Py_ssize_t depth) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a over the pairs */
+  for (Py_ssize_t i = 0; i < depth; ++i) {
+    h = (h ^ (uint64_t)(uintptr_t)points[i].code) * 1099511628211ull;
+    h = (h ^ (uint64_t)(uint32_t)points[i].lasti) * 1099511628211ull;
+  }
+  return h;
+}
+
+static int stacks_grow(TickState *state) {
+  size_t capacity = state->stack_capacity ? 2 * state->stack_capacity : 64;
+  StackCount *slots = PyMem_RawCalloc(capacity, sizeof(StackCount));
+  if (!slots)
+    return -1;
+  for (size_t j = 0; j < state->stack_capacity; ++j) {
+    StackCount *entry = &state->stacks[j];
+    if (!entry->depth)
+      continue;
+    size_t i = entry->hash & (capacity - 1);
+    while (slots[i].depth)
+      i = (i + 1) & (capacity - 1);
+    slots[i] = *entry;
+  }
+  PyMem_RawFree(state->stacks);
+  state->stacks = slots;
+  state->stack_capacity = capacity;
+  return 0;
+}
+
+/* One more sample of the stack \p points[0..depth). A stack seen for the
+ * first time gets its own copy, and its code objects go into the codes
+ * table (id -> code), so that their ids stay unique. */
+static int count_stack(TickState *state, const FramePoint *points,
+                       Py_ssize_t depth) {
+  uint64_t hash = stack_hash(points, depth);
+  size_t mask = state->stack_capacity - 1;
+  for (size_t i = state->stack_capacity ? hash & mask : 0;
+       state->stack_capacity; i = (i + 1) & mask) {
+    StackCount *entry = &state->stacks[i];
+    if (!entry->depth)
+      break;
+    if (entry->hash == hash && entry->depth == depth &&
+        memcmp(entry->points, points, depth * sizeof(FramePoint)) == 0) {
+      ++entry->count;
+      return 0;
+    }
+  }
+  if (2 * (state->stack_count + 1) > state->stack_capacity &&
+      stacks_grow(state) < 0)
+    return -1;
+  FramePoint *copy = PyMem_RawMalloc(depth * sizeof(FramePoint));
+  if (!copy)
+    return -1;
+  memcpy(copy, points, depth * sizeof(FramePoint));
+  mask = state->stack_capacity - 1;
+  size_t i = hash & mask;
+  while (state->stacks[i].depth)
+    i = (i + 1) & mask;
+  state->stacks[i] = (StackCount){hash, depth, 1, copy};
+  ++state->stack_count;
+  for (Py_ssize_t k = 0; k < depth; ++k) {
+    PyObject *id = PyLong_FromVoidPtr(copy[k].code);
+    PyObject *kept =
+        id ? PyDict_SetDefault(state->codes, id, (PyObject *)copy[k].code)
+           : NULL;
+    Py_XDECREF(id);
+    if (!kept)
+      return -1;
+  }
+  return 0;
+}
+
+/* One sample of every thread but the sampling one, for the innermost sink
+ * (drain() hands the samples over): sampler.capture() on
+ * sys._current_frames(), reading the frames in place. */
+static int tick_capture(TickState *state) {
+  if (state->busy || !state->sinks || PyList_GET_SIZE(state->sinks) == 0)
+    return 0;
+  state->busy = 1;
+  /* The stacks first, each after a header point {NULL, depth}; counting
+   * may run Python code (a new stack's ids), which could start threads. */
+  size_t end = 0;
+  int result = 0;
+  for (PyThreadState *tstate = PyInterpreterState_ThreadHead(state->interp);
+       tstate && result == 0; tstate = PyThreadState_Next(tstate)) {
+    if (tstate->thread_id == state->skip)
+      continue;
+    size_t header = end;
+    result = scratch_put(state, &end, NULL, 0);
+    size_t start = end;
+    if (result == 0)
+      result = walk_frames(state, tstate, &end);
+    if (result == 0 && end == start)
+      end = header; /* no Python frame: not sampled */
+    else if (result == 0)
+      state->scratch[header].lasti = (int)(end - start);
+  }
+  for (size_t at = 0; result == 0 && at < end;) {
+    Py_ssize_t depth = state->scratch[at].lasti;
+    /* count_stack() copies what it keeps: the scratch buffer may move. */
+    result = count_stack(state, state->scratch + at + 1, depth);
+    at += 1 + depth;
+  }
+  if (result == 0)
+    ++state->ticks;
+  else if (!PyErr_Occurred())
+    PyErr_NoMemory();
+  state->busy = 0;
+  return result;
+}
+
+/* tick_capture(), with any error kept as `Type: message` in state->error
+ * (reported by the sampling thread's next Python wake-up) and the ticker
+ * stopped: a capture that failed once would fail every tick. GIL held;
+ * the caller's exception state is left as it was. */
+static int capture_or_stop(TickState *state) {
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  int result = tick_capture(state);
+  if (result < 0) {
+    PyObject *etype, *evalue, *etraceback;
+    PyErr_Fetch(&etype, &evalue, &etraceback);
+    PyErr_NormalizeException(&etype, &evalue, &etraceback);
+    if (!state->error && etype)
+      state->error =
+          PyUnicode_FromFormat("%s: %S", ((PyTypeObject *)etype)->tp_name,
+                               evalue ? evalue : Py_None);
+    PyErr_Clear();
+    Py_XDECREF(etype);
+    Py_XDECREF(evalue);
+    Py_XDECREF(etraceback);
+    atomic_store(&state->stopped, 1);
+  }
+  PyErr_Restore(type, value, traceback);
+  return result;
+}
+
+/* The pending call: runs in the main thread, with the GIL, between two
+ * bytecodes of whatever it was running. It must leave that code's state
+ * alone: any exception is set aside and restored, and it always succeeds. */
+static int tick_in_main_thread(void *arg) {
+  TickState *state = arg;
+  atomic_store(&state->queued, 0);
+  if (atomic_load(&state->orphaned)) {
+    tick_state_free(state);
+    return 0;
+  }
+  if (atomic_load(&state->stopped) || state->pid != getpid() ||
+      atomic_load(&state->queued_tick) != atomic_load(&state->tick))
+    return 0; /* stopped, a fork child, or the sampling thread took a tick since
+               */
+  double start = thread_cpu_now();
+  if (capture_or_stop(state) == 0)
+    ++state->deferred;
+  state->main_cpu += thread_cpu_now() - start;
+  return 0;
+}
+
+static PyObject *Ticker_new(PyTypeObject *type, PyObject *args,
+                            PyObject *kwds) {
+  PyObject *sinks, *codes;
+  int main = 0;
+  static char *keywords[] = {"sinks", "codes", "main", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!|p:Ticker", keywords,
+                                   &PyList_Type, &sinks, &PyDict_Type, &codes,
+                                   &main))
+    return NULL;
+  Ticker *self = (Ticker *)type->tp_alloc(type, 0);
+  if (!self)
+    return NULL;
+  self->state = PyMem_RawCalloc(1, sizeof(TickState));
+  if (!self->state) {
+    Py_DECREF(self);
+    return PyErr_NoMemory();
+  }
+  Py_INCREF(sinks);
+  Py_INCREF(codes);
+  self->state->sinks = sinks;
+  self->state->codes = codes;
+  /* Pending calls run in the main thread only: with main=False (a sampler
+   * started from another thread) every tick is the sampling thread's. */
+#if PY_VERSION_HEX >= 0x030B0000
+  PyInterpreterState *interp = PyInterpreterState_Get();
+  /* The eval breaker is found through CPython's internal layout, that of
+   * the headers this was built with: where the interpreter running it
+   * disagrees (another 3.11.x), every tick stays the sampling thread's. */
+  int layout_agrees =
+      interp->ceval.recursion_limit == Py_GetRecursionLimit() &&
+      (unsigned)_Py_atomic_load_relaxed(&interp->ceval.eval_breaker) <= 1;
+  self->state->main = main && layout_agrees ? PyThreadState_Get() : NULL;
+#else
+  (void)main;
+#endif
+  self->state->interp = PyInterpreterState_Get();
+  self->state->pid = getpid();
+  return (PyObject *)self;
+}
+
+static void Ticker_dealloc(Ticker *self) {
+  TickState *state = self->state;
+  if (state) {
+    Py_CLEAR(state->sinks);
+    Py_CLEAR(state->codes);
+    if (atomic_load(&state->queued))
+      atomic_store(&state->orphaned, 1);
+    else
+      tick_state_free(state);
+  }
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The wait of Ticker.wait(), without the GIL (\p self is the sampling
+ * thread's state, saved): takes each tick, queuing those that find the main
+ * thread holding the GIL for it, and returns when the sampling thread must
+ * run Python (TICK_HOUSEKEEPING, TICK_STOPPED); *next_tick moves on. */
+static int wait_for_tick(TickState *state, PyThreadState *self,
+                         double *next_tick, double interval, double due,
+                         sig_atomic_t seen) {
+  for (;;) {
+    double now = monotonic_now();
+    note_thread_cpu(state);
+    if (atomic_load(&state->stopped))
+      return TICK_STOPPED;
+    if (deliveries != seen)
+      return TICK_HOUSEKEEPING;
+    int main_holds =
+        state->main && _PyThreadState_UncheckedGet() == state->main;
+    if (now >= *next_tick) {
+      if (!main_holds) {
+        /* The GIL is free, or another thread's for at most a switch
+         * interval: take it, capture, and sleep on. */
+        atomic_fetch_add(&state->tick, 1); /* a queued capture is stale now */
+        if (Py_SIZE(state->sinks) > 0) {
+          PyEval_RestoreThread(self);
+          capture_or_stop(state);
+          PyEval_SaveThread();
+        }
+      }
+      /* A racy read of the list's size: at worst one tick is skipped, or
+       * queued for a sink that has just closed. Ticks that come while one
+       * is queued (the main thread in a long C call that keeps the GIL)
+       * collapse into it, as they would while waiting for the GIL. */
+      else if (Py_SIZE(state->sinks) > 0 &&
+               !atomic_exchange(&state->queued, 1)) {
+        atomic_store(&state->queued_tick, atomic_load(&state->tick));
+        if (Py_AddPendingCall(tick_in_main_thread, state) < 0)
+          atomic_store(&state->queued, 0); /* the queue is full: skip it */
+#if PY_VERSION_HEX >= 0x030B0000
+        else
+          _Py_atomic_store_relaxed(&state->interp->ceval.eval_breaker, 1);
+#endif
+      }
+      *next_tick += interval;
+      if (*next_tick <= now)
+        *next_tick = now + interval; /* fell behind: do not burst */
+    }
+    if (now >= due && (!main_holds || now >= due + HOUSEKEEPING_LATE))
+      return TICK_HOUSEKEEPING;
+    double wake = now + WAIT_SLICE;
+    if (*next_tick < wake)
+      wake = *next_tick;
+    double housekeeping = now >= due ? due + HOUSEKEEPING_LATE : due;
+    if (housekeeping < wake)
+      wake = housekeeping;
+    sleep_until(wake);
+  }
+}
+
+/* wait(next_tick, interval, due) -> next_tick. Called by the sampling
+ * thread: takes the ticks at next_tick, next_tick + interval, ... (each
+ * either itself, or through the main thread when that holds the GIL) and
+ * sleeps without the GIL in between. Times are time.monotonic() seconds.
+ * Returns when `due` has passed and the main thread does not hold the GIL,
+ * or HOUSEKEEPING_LATE after it regardless, when the watched signal
+ * arrives, and after stop(); with the time of the next tick. */
+static PyObject *Ticker_wait(Ticker *self, PyObject *args) {
+  double next_tick, interval, due;
+  if (!PyArg_ParseTuple(args, "ddd:wait", &next_tick, &interval, &due))
+    return NULL;
+  if (!(interval > 0)) {
+    PyErr_SetString(PyExc_ValueError, "interval must be positive");
+    return NULL;
+  }
+  TickState *state = self->state;
+  state->skip = PyThread_get_thread_ident();
+  sig_atomic_t seen = deliveries;
+  PyThreadState *self_state = PyEval_SaveThread();
+  wait_for_tick(state, self_state, &next_tick, interval, due, seen);
+  PyEval_RestoreThread(self_state);
+  return PyFloat_FromDouble(next_tick);
+}
+
+/* Adds \p n samples of \p entry's stack to the dict \p counts, keyed as
+ * capture_stack() keys it: (id(code), lasti, ...) innermost first. */
+static int add_samples(PyObject *counts, const StackCount *entry,
+                       Py_ssize_t n) {
+  PyObject *key = PyTuple_New(2 * entry->depth);
+  if (!key)
+    return -1;
+  for (Py_ssize_t i = 0; i < entry->depth; ++i) {
+    PyObject *id = PyLong_FromVoidPtr(entry->points[i].code);
+    PyObject *lasti = PyLong_FromLong(entry->points[i].lasti);
+    if (!id || !lasti) {
+      Py_XDECREF(id);
+      Py_XDECREF(lasti);
+      Py_DECREF(key);
+      return -1;
+    }
+    PyTuple_SET_ITEM(key, 2 * i, id);
+    PyTuple_SET_ITEM(key, 2 * i + 1, lasti);
+  }
+  PyObject *more = PyLong_FromSsize_t(n);
+  PyObject *count = more ? PyDict_GetItemWithError(counts, key) : NULL;
+  PyObject *sum = count ? PyNumber_Add(count, more) : NULL;
+  int result = -1;
+  if (sum)
+    result = PyDict_SetItem(counts, key, sum);
+  else if (more && !PyErr_Occurred())
+    result = PyDict_SetItem(counts, key, more);
+  Py_XDECREF(sum);
+  Py_XDECREF(more);
+  Py_DECREF(key);
+  return result;
+}
+
+/* drain(sink) -> bool: hand the samples and ticks taken since the last
+ * drain to `sink` (its `counts` dict and `ticks`). The sampler drains into
+ * the innermost sink before it changes and before a sink is written.
+ * False when a capture is running (a GC callback within it): the samples
+ * stay for the next drain. */
+static PyObject *Ticker_drain(Ticker *self, PyObject *sink) {
+  TickState *state = self->state;
+  if (state->busy)
+    Py_RETURN_FALSE;
+  PyObject *counts = PyObject_GetAttrString(sink, "counts");
+  if (!counts)
+    return NULL;
+  if (!PyDict_Check(counts)) {
+    Py_DECREF(counts);
+    PyErr_SetString(PyExc_TypeError, "sink.counts must be a dict");
+    return NULL;
+  }
+  state->busy = 1;
+  int result = 0;
+  for (size_t i = 0; result == 0 && i < state->stack_capacity; ++i) {
+    StackCount *entry = &state->stacks[i];
+    Py_ssize_t n = entry->count;
+    if (!entry->depth || !n)
+      continue;
+    entry->count = 0;
+    result = add_samples(counts, entry, n);
+  }
+  Py_DECREF(counts);
+  if (result == 0 && state->ticks) {
+    PyObject *ticks = PyObject_GetAttrString(sink, "ticks");
+    PyObject *more = ticks ? PyLong_FromSsize_t(state->ticks) : NULL;
+    PyObject *sum = more ? PyNumber_Add(ticks, more) : NULL;
+    result = sum ? PyObject_SetAttrString(sink, "ticks", sum) : -1;
+    if (result == 0)
+      state->ticks = 0;
+    Py_XDECREF(ticks);
+    Py_XDECREF(more);
+    Py_XDECREF(sum);
+  }
+  state->busy = 0;
+  if (result < 0)
+    return NULL;
+  Py_RETURN_TRUE;
+}
+
+/* stop(): wait() returns, and queued ticks are dropped. */
+static PyObject *Ticker_stop(Ticker *self, PyObject *unused) {
+  atomic_store(&self->state->stopped, 1);
+  Py_RETURN_NONE;
+}
+
+static PyObject *Ticker_get_deferred(Ticker *self, void *closure) {
+  return PyLong_FromSsize_t(self->state->deferred);
+}
+
+static PyObject *Ticker_get_cpu(Ticker *self, void *closure) {
+  return PyFloat_FromDouble(self->state->main_cpu +
+                            (double)atomic_load(&self->state->thread_cpu) *
+                                1e-9);
+}
+
+static PyObject *Ticker_get_main_cpu(Ticker *self, void *closure) {
+  return PyFloat_FromDouble(self->state->main_cpu);
+}
+
+static PyObject *Ticker_get_error(Ticker *self, void *closure) {
+  PyObject *error = self->state->error ? self->state->error : Py_None;
+  Py_INCREF(error);
+  return error;
+}
+
+static PyMethodDef Ticker_methods[] = {
+    {"wait", (PyCFunction)Ticker_wait, METH_VARARGS,
+     "wait(next_tick, interval, due) -> next_tick: take the ticks until "
+     "`due`, sleeping without the GIL."},
+    {"drain", (PyCFunction)Ticker_drain, METH_O,
+     "drain(sink) -> bool: hand the samples and ticks since the last drain "
+     "to sink.counts and sink.ticks."},
+    {"stop", (PyCFunction)Ticker_stop, METH_NOARGS,
+     "stop(): end wait() and drop queued ticks."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Ticker_getset[] = {
+    {"deferred", (getter)Ticker_get_deferred, NULL,
+     "Ticks the main thread took, in a pending call.", NULL},
+    {"cpu", (getter)Ticker_get_cpu, NULL,
+     "CPU seconds the ticks have cost: the main thread's captures and the "
+     "sampling thread's clock as of its last wake-up.",
+     NULL},
+    {"main_cpu", (getter)Ticker_get_main_cpu, NULL,
+     "CPU seconds of the captures the main thread took (part of `cpu`).", NULL},
+    {"error", (getter)Ticker_get_error, NULL,
+     "Why a capture in the main thread failed (str), or None; the ticker "
+     "stops then.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject TickerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fastci.trace._recorder.Ticker",
+    .tp_basicsize = sizeof(Ticker),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Ticker(sinks, codes, main=False): the sampling thread's wait; "
+              "ticks that find the main thread holding the GIL are its own.",
+    .tp_new = Ticker_new,
+    .tp_dealloc = (destructor)Ticker_dealloc,
+    .tp_methods = Ticker_methods,
+    .tp_getset = Ticker_getset,
+};
+
 static PyMethodDef module_methods[] = {
     {"add_audit_hook", recorder_add_audit_hook, METH_VARARGS,
      "add_audit_hook(callback, events): callback(event, args) for the named "
@@ -957,7 +1582,7 @@ static struct PyModuleDef recorder_module = {
     "Exact function recorder (CPython 3.9-3.11).", -1, module_methods};
 
 PyMODINIT_FUNC PyInit__recorder(void) {
-  if (PyType_Ready(&RecorderType) < 0)
+  if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&TickerType) < 0)
     return NULL;
   PyObject *module = PyModule_Create(&recorder_module);
   if (!module)
@@ -965,6 +1590,12 @@ PyMODINIT_FUNC PyInit__recorder(void) {
   Py_INCREF(&RecorderType);
   if (PyModule_AddObject(module, "Recorder", (PyObject *)&RecorderType) < 0) {
     Py_DECREF(&RecorderType);
+    Py_DECREF(module);
+    return NULL;
+  }
+  Py_INCREF(&TickerType);
+  if (PyModule_AddObject(module, "Ticker", (PyObject *)&TickerType) < 0) {
+    Py_DECREF(&TickerType);
     Py_DECREF(module);
     return NULL;
   }

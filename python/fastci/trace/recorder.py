@@ -247,8 +247,10 @@ class FunctionRecorder:
         self._set_code = None
         self._set_const = None
         # The extension's capture(frames, counts, skip_ident, codes) once it
-        # is loaded (sampler.capture() without an audit event per frame).
+        # is loaded (sampler.capture() without an audit event per frame),
+        # and its Ticker (the sampling thread's wait, sampler._run).
         self.native_capture = None
+        self.native_ticker = None
 
     def start(self):
         """Install the recorder; False when no mechanism is available or it is turned off."""
@@ -260,6 +262,7 @@ class FunctionRecorder:
         if module is None:
             return False
         self.native_capture = getattr(module, "capture", None)
+        self.native_ticker = getattr(module, "Ticker", None)
         recorder = module.Recorder()
         recorder.configure(self._prefixes, _FIND_AND_LOAD)
         if (arming.SUPPORTED and hasattr(recorder, "arm")

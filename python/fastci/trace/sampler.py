@@ -52,6 +52,10 @@ except ImportError:  # pragma: no cover - a build without it
     from hashlib import sha1 as _sha1
 
 SAMPLER_VERSION = "2.1"
+# The sampling thread's housekeeping (the SIGTERM watch, the rank poll) runs
+# at least this often while the main thread lets it have the GIL, and its
+# sleeps last at most this long, so that a thread stop() left asleep ends soon.
+_HOUSEKEEPING = 0.1
 # The test id of the file pytest's process writes for what ran outside every
 # test (import-time functions of collection, the distribution tables).
 COLLECTION_ID = "<collection>"
@@ -158,7 +162,7 @@ class Sink:
         self.call_lines = {}
         self.burst = None  # the calls.Burst started for this sink, if any
         self.ticks = 0
-        self.sampler_cpu = 0.0  # CPU seconds of the sampling thread charged to this sink
+        self.sampler_cpu = 0.0  # CPU seconds of its ticks (sampling thread, main-thread captures)
         self.start_wall = time.time()
         self.start_cpu = time.process_time()
         self.functions = {}         # id(code) -> code first executed at test time
@@ -192,12 +196,12 @@ class SamplingThread:
     program's threading.enumerate(). Daemonic, like every `_thread` thread.
     """
 
-    def __init__(self, run, generation):
+    def __init__(self, run, *args):
         self._done = _thread.allocate_lock()
         self._done.acquire()
-        self.ident = _thread.start_new_thread(self._main, (run, generation))
+        self.ident = _thread.start_new_thread(self._main, (run, args))
 
-    def _main(self, run, generation):
+    def _main(self, run, args):
         try:
             # Signals sent to the process go to a thread that does not block
             # them. In ours a handler only sets a flag for the main thread;
@@ -205,7 +209,7 @@ class SamplingThread:
             # worker waiting for its queue), so that the handler runs.
             if hasattr(signal, "pthread_sigmask"):
                 signal.pthread_sigmask(signal.SIG_BLOCK, _ASYNCHRONOUS_SIGNALS)
-            run(generation)
+            run(*args)
         finally:
             self._done.release()
 
@@ -273,6 +277,8 @@ class Sampler:
         self._dist_rank = None
         export_ranks(os.environ)
         self._thread = None
+        self._ticker = None  # the running thread's _recorder.Ticker, if any
+        self._ticks_charged = 0.0  # its `cpu` as settled with sinks so far
         self._failed = False
         # Which thread may sample: stop() and start() move it on, so a thread
         # left sleeping by stop() returns when it wakes (see _run).
@@ -290,7 +296,21 @@ class Sampler:
                 self._asleep = False
                 self._generation += 1
                 generation = self._generation
-            self._thread = SamplingThread(self._run, generation)
+            self._ticker = self._new_ticker()
+            self._ticks_charged = 0.0
+            self._thread = SamplingThread(self._run, generation, self._ticker)
+
+    def _new_ticker(self):
+        """A Ticker for the next thread, or None without the extension (then _run sleeps in Python).
+
+        Made here, in the thread that starts sampling: when that is the main
+        thread, ticks that find it holding the GIL are its own (_recorder.c).
+        """
+        ticker = self._recorder.native_ticker
+        if ticker is None:
+            return None
+        return ticker(self._sinks, self._codes,
+                      main=threading.current_thread() is threading.main_thread())
 
     def stop(self, join=True):
         """Stop the thread and write every open sink as complete.
@@ -308,12 +328,15 @@ class Sampler:
             with self._lock:
                 self._generation += 1
                 asleep = self._asleep
+            if self._ticker is not None:
+                self._ticker.stop()
             if join and not asleep and thread.ident != threading.get_ident():
                 thread.join(timeout=5.0)
         if self._tracer is not None:
             self._tracer.close()
         self._harvest()
         with self._lock:
+            self._settle(self._sinks[-1] if self._sinks else None)
             sinks, self._sinks = self._sinks, []
         for sink in reversed(sinks):
             self._write(sink, complete=True)
@@ -338,6 +361,7 @@ class Sampler:
         """Reset for a forked child: fresh lock, fresh sink and burst for the same test id, new thread."""
         self._lock = threading.RLock()
         self._thread = None
+        self._ticker = None  # its pending ticks are the parent's (_recorder.c)
         # A fork child is rank-less until torch.distributed says otherwise:
         # its environment is the parent's.
         self._rank, self._local_rank, self._dist_rank = None, "-1", None
@@ -378,6 +402,7 @@ class Sampler:
         self._harvest()
         sink = Sink(test_id, self.config.out)
         with self._lock:
+            self._settle(self._sinks[-1] if self._sinks else None)
             self._sinks.append(sink)
         self._recorder.reset()
         export_ranks(os.environ)
@@ -390,6 +415,7 @@ class Sampler:
         self._harvest()
         with self._lock:
             sink = self._sinks.pop() if self._sinks else None
+            self._settle(sink)
         self._recorder.reset()
         export_ranks(os.environ)
         if sink is not None:
@@ -452,63 +478,65 @@ class Sampler:
             sink.calls[key] = sink.calls.get(key, 0) + 1
 
     # -- the thread ------------------------------------------------------
-    def _run(self, generation):
+    def _run(self, generation, ticker):
         _calls.untrace_current_thread()  # a thread started inside a burst inherits the profiler
         interval = 1.0 / self.config.rate
         me = threading.get_ident()
         codes = self._codes
         native = self._recorder.native_capture
         lock = self._lock
-        next_tick = time.monotonic()
-        next_flush = next_tick + self.config.flush
-        next_rank_poll = next_tick
+        now = time.monotonic()
+        next_tick = now + interval
+        next_flush = now + self.config.flush
         last_cpu = time.thread_time()
         try:
             while True:
-                next_tick += interval
+                # Asleep is announced and cleared under the lock, each time
+                # with the check that this thread may go on: if stop() saw
+                # it asleep, the check after the sleep fails.
+                with lock:
+                    if self._generation != generation or self._failed:
+                        return
+                    self._asleep = True
+                if ticker is not None:
+                    # Takes the ticks in C and sleeps without the GIL; ticks
+                    # that find the main thread holding it are the main
+                    # thread's (_recorder.c). Back here for housekeeping.
+                    next_tick = ticker.wait(next_tick, interval,
+                                            min(next_flush, now + _HOUSEKEEPING))
+                else:
+                    # time.sleep: one GIL release and one re-acquire per
+                    # wake-up, the cheapest wait in Python (an Event's
+                    # Condition machinery and a lock's timed acquire cost
+                    # more). Slices of at most 0.1 s end a thread stop() left
+                    # asleep soon at low rates.
+                    time.sleep(max(0.0, min(next_tick - time.monotonic(), _HOUSEKEEPING)))
+                with lock:
+                    self._asleep = False
+                    if self._generation != generation or self._failed:
+                        return
                 now = time.monotonic()
-                if next_tick < now:  # we fell behind (GIL held long): don't burst
-                    next_tick = now + interval
-                # time.sleep: one GIL release and one re-acquire per tick, the
-                # cheapest wait measured (an Event's Condition machinery and a
-                # lock's timed acquire cost more CPU per wake-up). Slices of at
-                # most 0.1 s end a thread stop() left asleep soon at low rates.
-                while True:
-                    # Asleep is announced and cleared under the lock, each
-                    # time with the check that this thread may go on: if
-                    # stop() saw it asleep, the check after the sleep fails.
-                    with lock:
-                        if self._generation != generation or self._failed:
-                            return
-                        self._asleep = True
-                    time.sleep(min(next_tick - now, 0.1))
-                    with lock:
-                        self._asleep = False
-                        if self._generation != generation or self._failed:
-                            return
-                    now = time.monotonic()
-                    if now >= next_tick:
-                        break
-                with self._lock:
-                    sink = self._sinks[-1] if self._sinks else None
+                if ticker is not None and ticker.error is not None:
+                    self._fail("sampler stopped: %s" % ticker.error)
+                    return
+                if ticker is None and now >= next_tick:
+                    self._capture(native, me, codes)
+                    next_tick += interval
+                    if next_tick < now:  # we fell behind (GIL held long): don't burst
+                        next_tick = now + interval
+                sink = self._sinks[-1] if self._sinks else None
+                if ticker is None:
+                    cpu = time.thread_time()
                     if sink is not None:
-                        if native is not None:
-                            native(sys._current_frames(), sink.counts, me, codes)
-                        else:
-                            capture(sink.counts, me, codes)
-                        sink.ticks += 1
-                cpu = time.thread_time()
-                if sink is not None:
-                    sink.sampler_cpu += cpu - last_cpu
-                last_cpu = cpu
+                        sink.sampler_cpu += cpu - last_cpu
+                    last_cpu = cpu
                 if self._tracer is not None:
                     self._tracer.check_budget()
                 if self.on_tick is not None:
                     self.on_tick(now)
-                if self._dist_rank is None and now >= next_rank_poll:
-                    # Every tick until found: short-lived ranks must not
+                if self._dist_rank is None:
+                    # Every wake-up until found: short-lived ranks must not
                     # exit before their rank is read.
-                    next_rank_poll = now
                     self._dist_rank = _torch_distributed_rank()
                 if now >= next_flush and sink is not None:
                     next_flush = now + self.config.flush
@@ -516,9 +544,46 @@ class Sampler:
         except Exception as e:  # never let the sampler affect the test
             self._fail("sampler stopped: %s: %s" % (type(e).__name__, e))
 
+    def _capture(self, native, me, codes):
+        """One sample of every other thread into the innermost sink (without a Ticker)."""
+        with self._lock:
+            sink = self._sinks[-1] if self._sinks else None
+            if sink is None:
+                return
+            if native is not None:
+                native(sys._current_frames(), sink.counts, me, codes)
+            else:
+                capture(sink.counts, me, codes)
+            sink.ticks += 1
+
+    def _settle(self, sink):
+        """Hand `sink` the ticker's samples, ticks and their CPU cost since the last settling.
+
+        With a Ticker the ticks are taken in C, by the sampling thread or
+        the main thread, and kept there until the innermost sink changes
+        or is written: every caller of this holds the lock and passes the
+        sink that was innermost since (None: there was none, and the cost
+        is nobody's).
+        """
+        ticker = self._ticker
+        if ticker is None:
+            return
+        with self._lock:
+            if sink is not None:
+                try:
+                    ticker.drain(sink)
+                except Exception as e:  # never let the sampler affect the test
+                    self._fail("sampler stopped: %s: %s" % (type(e).__name__, e))
+            cpu = ticker.cpu
+            if sink is not None:
+                sink.sampler_cpu += max(0.0, cpu - self._ticks_charged)
+            self._ticks_charged = cpu
+
     def _fail(self, message):
         if not self._failed:
             self._failed = True
+            if self._ticker is not None:
+                self._ticker.stop()
             if self._tracer is not None:
                 try:
                     self._tracer.close()
@@ -681,6 +746,8 @@ class Sampler:
         if self._dist_rank is None:
             self._dist_rank = _torch_distributed_rank()
         with self._lock:
+            if self._sinks and self._sinks[-1] is sink:
+                self._settle(sink)
             raw, sink.counts = sink.counts, {}
             raw_calls, sink.calls = sink.calls, {}
             self._fold(raw, sink.lines, sink)

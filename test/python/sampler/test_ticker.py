@@ -1,0 +1,165 @@
+"""The Ticker (_recorder.c): the sampling thread's wait, and ticks taken by the main thread.
+
+A tick that finds the main thread holding the GIL is queued for it (a
+pending call) instead of waiting for the GIL; the others are taken by the
+sampling thread. Both read the frames in place and count stacks in C until
+drain() hands them to a sink. These tests pin down that the samples are
+capture()'s, that each kind of tick happens where it should, and that bad
+arguments are refused.
+"""
+
+import sys
+import threading
+import time
+
+import pytest
+
+from conftest import clean_env  # noqa: F401  (puts the package on sys.path)
+
+from fastci.trace import config as trace_config
+from fastci.trace import recorder as trace_recorder
+from fastci.trace.sampler import Sampler, capture
+
+_EXTENSION = trace_recorder.extension()
+pytestmark = pytest.mark.skipif(_EXTENSION is None or not hasattr(_EXTENSION, "Ticker"),
+                                reason="no _recorder extension with a Ticker here")
+
+
+class _Sink:
+    """What drain() needs of a sampler Sink."""
+
+    def __init__(self):
+        self.counts = {}
+        self.ticks = 0
+
+
+def _parked(depth, started, release):
+    if depth:
+        return _parked(depth - 1, started, release)
+    started.set()
+    release.wait(30)
+    return depth
+
+
+def _spin(seconds):
+    end = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < end:
+        n += _spun(20)
+    return n
+
+
+def _spun(depth):
+    return _spun(depth - 1) + 1 if depth else 0
+
+
+def _sampler(tmp_path, rate):
+    env = {trace_config.ENV_OUT: str(tmp_path / "out"), trace_config.ENV_RATE: str(rate),
+           trace_config.ENV_ROOT: str(tmp_path), trace_config.ENV_REVISION: "r1",
+           trace_config.ENV_CALLS: "0"}
+    return Sampler(trace_config.from_env(env, str(tmp_path)), cwd=str(tmp_path))
+
+
+def _has_code(key, codes, code):
+    return any(codes[key[i]] is code for i in range(0, len(key), 2))
+
+
+def test_drained_samples_are_the_python_captures():
+    started, release = threading.Event(), threading.Event()
+    worker = threading.Thread(target=_parked, args=(40, started, release))
+    worker.start()
+    started.wait(30)
+    sink, codes = _Sink(), {}
+    ticker = _EXTENSION.Ticker([sink], codes)  # main=False: every tick is the thread's
+    result = {}
+
+    def sampling_thread():
+        now = time.monotonic()
+        result["next"] = ticker.wait(now, 0.01, now + 0.1)
+        expected_codes = {}
+        result["expected"] = {}
+        capture(result["expected"], threading.get_ident(), expected_codes)
+
+    try:
+        thread = threading.Thread(target=sampling_thread)
+        thread.start()
+        thread.join(30)
+        assert ticker.drain(sink) is True
+    finally:
+        release.set()
+        worker.join(30)
+    assert ticker.deferred == 0 and ticker.error is None
+    assert result["next"] > time.monotonic() - 1
+    assert sink.ticks >= 5  # 0.1 s of 10 ms ticks, on a loaded machine too
+    parked = [k for k in sink.counts if _has_code(k, codes, _parked.__code__)]
+    expected = [k for k in result["expected"] if _has_code(k, codes, _parked.__code__)]
+    # The parked worker's stack, innermost first, keyed exactly as capture() keys it.
+    assert parked == expected and len(parked) == 1
+    assert sink.counts[parked[0]] == sink.ticks
+    assert sum(codes[parked[0][i]] is _parked.__code__ for i in range(0, len(parked[0]), 2)) == 41
+    # Drained means handed over: a second drain adds nothing.
+    before = dict(sink.counts), sink.ticks
+    assert ticker.drain(sink) is True
+    assert (sink.counts, sink.ticks) == before
+
+
+def test_a_busy_main_thread_takes_its_own_ticks(tmp_path):
+    sampler = _sampler(tmp_path, rate=200)
+    sampler.begin("busy")
+    sampler.start()
+    sink = sampler._sinks[-1]
+    _spin(0.4)
+    ticker = sampler._ticker
+    sampler._settle(sink)  # the samples so far, before end() folds them into text
+    counts, ticks = dict(sink.counts), sink.ticks
+    sampler.end()
+    sampler.stop()
+    if sys.version_info < (3, 11):
+        assert ticker.deferred == 0  # 3.9/3.10: the sampling thread takes every tick
+    else:
+        # Pure Python holds the GIL nearly all the time: most ticks are queued.
+        assert ticker.deferred >= 20 and ticker.deferred >= sink.ticks // 2
+        assert ticker.main_cpu > 0
+    assert sink.ticks >= 20
+    spun = sum(n for k, n in counts.items() if _has_code(k, sampler._codes, _spin.__code__))
+    assert spun >= ticks * 3 // 4
+    assert sink.sampler_cpu > 0
+
+
+def test_a_blocked_main_thread_leaves_the_ticks_to_the_sampling_thread(tmp_path):
+    sampler = _sampler(tmp_path, rate=200)
+    sampler.begin("blocked")
+    sampler.start()
+    sink = sampler._sinks[-1]
+    worker = threading.Thread(target=_spin, args=(0.4,))
+    worker.start()
+    worker.join(30)  # the main thread waits without the GIL
+    ticker = sampler._ticker
+    sampler._settle(sink)
+    counts, ticks = dict(sink.counts), sink.ticks
+    sampler.end()
+    sampler.stop()
+    assert sink.ticks >= 20
+    assert ticker.deferred <= sink.ticks // 4
+    spun = sum(n for k, n in counts.items() if _has_code(k, sampler._codes, _spin.__code__))
+    assert spun >= ticks * 3 // 4
+
+
+def test_ticker_refuses_bad_arguments():
+    with pytest.raises(TypeError):
+        _EXTENSION.Ticker((), {})
+    with pytest.raises(TypeError):
+        _EXTENSION.Ticker([], [])
+    ticker = _EXTENSION.Ticker([], {})
+    with pytest.raises(ValueError, match="interval must be positive"):
+        ticker.wait(0.0, 0.0, 1.0)
+    with pytest.raises(AttributeError):
+        ticker.drain(object())
+    bad = _Sink()
+    bad.counts = []
+    with pytest.raises(TypeError, match="sink.counts must be a dict"):
+        ticker.drain(bad)
+    ticker.stop()
+    start = time.monotonic()
+    ticker.wait(start + 60, 1.0, start + 60)  # stopped: returns at once
+    assert time.monotonic() - start < 1.0
