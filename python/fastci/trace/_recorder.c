@@ -1331,7 +1331,9 @@ static int wait_for_tick(TickState *state, PyThreadState *self,
   for (;;) {
     double now = monotonic_now();
     note_thread_cpu(state);
-    if (atomic_load(&state->stopped))
+    /* Finalizing: the pending-call queue goes away soon; taking the GIL
+     * would end this thread anyway. */
+    if (atomic_load(&state->stopped) || _Py_IsFinalizing())
       return TICK_STOPPED;
     if (deliveries != seen)
       return TICK_HOUSEKEEPING;

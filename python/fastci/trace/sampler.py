@@ -29,7 +29,14 @@ each sink starts a call-tracing burst (calls.py) instead, written to a
 second file, and the header says `coverage: sampled`.
 
 Why a thread rather than a SIGPROF/SIGALRM timer: see docs/Evidence.md
-("Sampler choice") for the measurements.
+("Sampler choice") for the measurements. With the extension, the thread
+waits in C (`_recorder.Ticker`) and takes its ticks there, reading frames in
+place and counting stacks until `_settle()` drains them into the innermost
+sink; a tick that finds the main thread holding the GIL is the main
+thread's own, at its next eval-breaker check, so the thread never waits
+for a GIL the main thread keeps (docs/Evidence.md, "Who takes a tick").
+Python runs in the thread only for housekeeping: flushes, the SIGTERM
+watch, the rank poll.
 """
 
 import _thread
@@ -361,7 +368,9 @@ class Sampler:
         """Reset for a forked child: fresh lock, fresh sink and burst for the same test id, new thread."""
         self._lock = threading.RLock()
         self._thread = None
-        self._ticker = None  # its pending ticks are the parent's (_recorder.c)
+        # The parent's ticker and its queued tick (_recorder.c ignores it here).
+        forks.keep(self._ticker)
+        self._ticker = None
         # A fork child is rank-less until torch.distributed says otherwise:
         # its environment is the parent's.
         self._rank, self._local_rank, self._dist_rank = None, "-1", None
