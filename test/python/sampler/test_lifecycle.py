@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, clean_env, write  # also puts the package on sys.path
+from conftest import PYTHON, clean_env, parked, write  # also puts the package on sys.path
 
 from fastci.trace import config as trace_config
 from fastci.trace import recorder as trace_recorder
@@ -83,20 +83,12 @@ def test_modules_since_a_mark_are_the_later_imports(tmp_path, monkeypatch):
     sys.modules.pop("fastci_mark_b", None)
 
 
-def _parked(depth, started, release):
-    if depth:
-        return _parked(depth - 1, started, release)
-    started.set()
-    release.wait(30)
-    return depth
-
-
 def test_native_capture_matches_the_python_capture():
     module = trace_recorder.extension()
     if module is None or not hasattr(module, "capture"):
         pytest.skip("no _recorder extension for this interpreter")
     started, release = threading.Event(), threading.Event()
-    worker = threading.Thread(target=_parked, args=(40, started, release))
+    worker = threading.Thread(target=parked, args=(40, started, release))
     worker.start()
     started.wait(30)
     events = []
@@ -121,7 +113,7 @@ def test_native_capture_matches_the_python_capture():
     assert codes == expected_codes and all(codes[k] is expected_codes[k] for k in codes)
     deepest = max(counts, key=len)
     assert len(deepest) >= 2 * 40  # the worker's whole stack, innermost first
-    assert sum(codes[deepest[i]] is _parked.__code__ for i in range(0, len(deepest), 2)) == 41
+    assert sum(codes[deepest[i]] is parked.__code__ for i in range(0, len(deepest), 2)) == 41
     assert "builtins.id" not in seen and "object.__getattr__" not in seen, seen
 
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import clean_env  # noqa: F401  (puts the package on sys.path)
+from conftest import parked  # also puts the package on sys.path
 
 from fastci.trace import config as trace_config
 from fastci.trace import recorder as trace_recorder
@@ -31,14 +31,6 @@ class _Sink:
     def __init__(self):
         self.counts = {}
         self.ticks = 0
-
-
-def _parked(depth, started, release):
-    if depth:
-        return _parked(depth - 1, started, release)
-    started.set()
-    release.wait(30)
-    return depth
 
 
 def _spin(seconds):
@@ -66,7 +58,7 @@ def _has_code(key, codes, code):
 
 def test_drained_samples_are_the_python_captures():
     started, release = threading.Event(), threading.Event()
-    worker = threading.Thread(target=_parked, args=(40, started, release))
+    worker = threading.Thread(target=parked, args=(40, started, release))
     worker.start()
     started.wait(30)
     sink, codes = _Sink(), {}
@@ -91,12 +83,12 @@ def test_drained_samples_are_the_python_captures():
     assert ticker.deferred == 0 and ticker.error is None
     assert result["next"] > time.monotonic() - 1
     assert sink.ticks >= 5  # 0.1 s of 10 ms ticks, on a loaded machine too
-    parked = [k for k in sink.counts if _has_code(k, codes, _parked.__code__)]
-    expected = [k for k in result["expected"] if _has_code(k, codes, _parked.__code__)]
+    mine = [k for k in sink.counts if _has_code(k, codes, parked.__code__)]
+    expected = [k for k in result["expected"] if _has_code(k, codes, parked.__code__)]
     # The parked worker's stack, innermost first, keyed exactly as capture() keys it.
-    assert parked == expected and len(parked) == 1
-    assert sink.counts[parked[0]] == sink.ticks
-    assert sum(codes[parked[0][i]] is _parked.__code__ for i in range(0, len(parked[0]), 2)) == 41
+    assert mine == expected and len(mine) == 1
+    assert sink.counts[mine[0]] == sink.ticks
+    assert sum(codes[mine[0][i]] is parked.__code__ for i in range(0, len(mine[0]), 2)) == 41
     # Drained means handed over: a second drain adds nothing.
     before = dict(sink.counts), sink.ticks
     assert ticker.drain(sink) is True
