@@ -58,7 +58,7 @@ try:  # the builtin hashlib falls back to: loading OpenSSL costs every traced pr
 except ImportError:  # pragma: no cover - a build without it
     from hashlib import sha1 as _sha1
 
-SAMPLER_VERSION = "2.1"
+SAMPLER_VERSION = "2.2"
 # The sampling thread's housekeeping (the SIGTERM watch, the rank poll) runs
 # at least this often while the main thread lets it have the GIL, and its
 # sleeps last at most this long, so that a thread stop() left asleep ends soon.
