@@ -1257,10 +1257,10 @@ static int tick_in_main_thread(void *arg) {
     tick_state_free(state);
     return 0;
   }
+  /* Stopped, a fork child, or the sampling thread took a tick since. */
   if (atomic_load(&state->stopped) || state->pid != getpid() ||
       atomic_load(&state->queued_tick) != atomic_load(&state->tick))
-    return 0; /* stopped, a fork child, or the sampling thread took a tick since
-               */
+    return 0;
   double start = thread_cpu_now();
   if (capture_or_stop(state) == 0)
     ++state->deferred;
