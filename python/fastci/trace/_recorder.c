@@ -593,121 +593,17 @@ static PyObject *recorder_set_code(PyObject *module, PyObject *args) {
 }
 #endif
 
+#if PY_VERSION_HEX < 0x030B0000
 /* The f_lasti a Python frame reports: the byte offset of its last
- * instruction, -1 before the first. */
+ * instruction, -1 before the first (3.11: walk_frames() reads it). */
 static int frame_lasti(PyFrameObject *frame) {
-#if PY_VERSION_HEX >= 0x030B0000
-  return PyFrame_GetLasti(frame);
-#elif PY_VERSION_HEX >= 0x030A0000
+#if PY_VERSION_HEX >= 0x030A0000
   return frame->f_lasti < 0 ? -1 : frame->f_lasti * (int)sizeof(_Py_CODEUNIT);
 #else
   return frame->f_lasti;
 #endif
 }
-
-/* Adds the stack from \p top outwards to \p counts, as sampler.capture()
- * does: key (id(code), f_lasti, ...) innermost first; the code objects of
- * a new key go into \p codes (id -> code). */
-static int capture_stack(PyObject *counts, PyObject *codes,
-                         PyFrameObject *top) {
-  PyObject *key = PyList_New(0);
-  if (!key)
-    return -1;
-  Py_INCREF(top);
-  for (PyFrameObject *frame = top; frame;) {
-    PyCodeObject *code = PyFrame_GetCode(frame);
-    PyObject *id = PyLong_FromVoidPtr(code);
-    PyObject *lasti = PyLong_FromLong(frame_lasti(frame));
-    Py_DECREF(code); /* the frame keeps it alive */
-    int failed = !id || !lasti || PyList_Append(key, id) < 0 ||
-                 PyList_Append(key, lasti) < 0;
-    Py_XDECREF(id);
-    Py_XDECREF(lasti);
-    /* Materializing the caller's frame object can fail (memory). */
-    PyFrameObject *back = failed ? NULL : PyFrame_GetBack(frame);
-    failed = failed || (!back && PyErr_Occurred());
-    Py_DECREF(frame);
-    if (failed) {
-      Py_XDECREF(back);
-      Py_DECREF(key);
-      return -1;
-    }
-    frame = back;
-  }
-  PyObject *tuple = PyList_AsTuple(key);
-  if (!tuple) {
-    Py_DECREF(key);
-    return -1;
-  }
-  PyObject *count = PyDict_GetItemWithError(counts, tuple);
-  int result = -1;
-  if (count) {
-    PyObject *one = PyLong_FromLong(1);
-    PyObject *next = one ? PyNumber_Add(count, one) : NULL;
-    result = next ? PyDict_SetItem(counts, tuple, next) : -1;
-    Py_XDECREF(one);
-    Py_XDECREF(next);
-  } else if (!PyErr_Occurred()) {
-    /* A new stack: keep its code objects alive, so its ids stay unique.
-     * The walk meets the frame objects the first one made. */
-    result = 0;
-    Py_ssize_t i = 0;
-    Py_INCREF(top);
-    for (PyFrameObject *frame = top; frame;) {
-      PyCodeObject *code = PyFrame_GetCode(frame);
-      if (result == 0 && i >= PyList_GET_SIZE(key)) {
-        PyErr_SetString(PyExc_RuntimeError, "stack changed during capture");
-        result = -1;
-      }
-      if (result == 0)
-        result =
-            PyDict_SetItem(codes, PyList_GET_ITEM(key, i), (PyObject *)code);
-      Py_DECREF(code);
-      i += 2;
-      PyFrameObject *back = PyFrame_GetBack(frame);
-      Py_DECREF(frame);
-      frame = back;
-    }
-    if (result == 0) {
-      PyObject *one = PyLong_FromLong(1);
-      result = one ? PyDict_SetItem(counts, tuple, one) : -1;
-      Py_XDECREF(one);
-    }
-  }
-  Py_DECREF(tuple);
-  Py_DECREF(key);
-  return result;
-}
-
-/* capture(frames, counts, skip_ident, codes): sampler.capture() for the
- * frames of sys._current_frames(), without running Python code: no
- * `id()` or `f_code` audit event per frame (each calls every audit hook
- * of the program), a fraction of the sampling thread's time per tick. */
-static int capture_frames(PyObject *frames, PyObject *counts, PyObject *skip,
-                          PyObject *codes) {
-  Py_ssize_t pos = 0;
-  PyObject *ident, *top;
-  while (PyDict_Next(frames, &pos, &ident, &top)) {
-    int same = PyObject_RichCompareBool(ident, skip, Py_EQ);
-    if (same < 0)
-      return -1;
-    if (same || !PyFrame_Check(top))
-      continue;
-    if (capture_stack(counts, codes, (PyFrameObject *)top) < 0)
-      return -1;
-  }
-  return 0;
-}
-
-static PyObject *recorder_capture(PyObject *module, PyObject *args) {
-  PyObject *frames, *counts, *skip, *codes;
-  if (!PyArg_ParseTuple(args, "O!O!OO!:capture", &PyDict_Type, &frames,
-                        &PyDict_Type, &counts, &skip, &PyDict_Type, &codes))
-    return NULL;
-  if (capture_frames(frames, counts, skip, codes) < 0)
-    return NULL;
-  Py_RETURN_NONE;
-}
+#endif
 
 /* A C audit hook that hands the named events to a Python callable. With a
  * Python hook (sys.addaudithook) every audit event of the process costs a
@@ -962,7 +858,7 @@ static PyObject *recorder_die_by(PyObject *module, PyObject *args) {
  *
  *===----------------------------------------------------------------------===*/
 
-/* A point of a sampled stack: what capture_stack() keys a frame by. */
+/* A point of a sampled stack: what sampler.capture() keys a frame by. */
 typedef struct {
   PyCodeObject *code;
   int lasti;
@@ -996,7 +892,7 @@ typedef struct {
   atomic_ullong tick;  /* ticks the sampling thread took */
   atomic_ullong queued_tick; /* `tick` when the queued capture was queued */
   Py_ssize_t deferred;       /* ticks the main thread took */
-  double main_cpu;           /* CPU seconds those took */
+  long long main_cpu;        /* CPU ns those took */
   atomic_llong thread_cpu;   /* the sampling thread's CPU clock, in ns, as
                               * it last read it */
   PyObject *error;           /* the first capture error, `Type: message` */
@@ -1018,26 +914,17 @@ typedef struct {
   PyObject_HEAD TickState *state;
 } Ticker;
 
-/* Why wait_for_tick() returned. */
-enum { TICK_HOUSEKEEPING, TICK_STOPPED };
-
 /* Housekeeping (flushes, the SIGTERM watch) waits for a moment the main
  * thread does not hold the GIL, up to this long after it is due. */
 static const double HOUSEKEEPING_LATE = 1.0;
 /* The longest sleep: stop() and signal deliveries are noticed this soon. */
 static const double WAIT_SLICE = 0.1;
 
-static double thread_cpu_now(void) {
+/* The calling thread's CPU clock, in ns. */
+static long long thread_cpu_ns(void) {
   struct timespec now;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
-static void note_thread_cpu(TickState *state) {
-  struct timespec now;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  atomic_store(&state->thread_cpu,
-               (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+  return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
 static double monotonic_now(void) {
@@ -1261,10 +1148,10 @@ static int tick_in_main_thread(void *arg) {
   if (atomic_load(&state->stopped) || state->pid != getpid() ||
       atomic_load(&state->queued_tick) != atomic_load(&state->tick))
     return 0;
-  double start = thread_cpu_now();
+  long long start = thread_cpu_ns();
   if (capture_or_stop(state) == 0)
     ++state->deferred;
-  state->main_cpu += thread_cpu_now() - start;
+  state->main_cpu += thread_cpu_ns() - start;
   return 0;
 }
 
@@ -1324,19 +1211,19 @@ static void Ticker_dealloc(Ticker *self) {
 /* The wait of Ticker.wait(), without the GIL (\p self is the sampling
  * thread's state, saved): takes each tick, queuing those that find the main
  * thread holding the GIL for it, and returns when the sampling thread must
- * run Python (TICK_HOUSEKEEPING, TICK_STOPPED); *next_tick moves on. */
-static int wait_for_tick(TickState *state, PyThreadState *self,
-                         double *next_tick, double interval, double due,
-                         sig_atomic_t seen) {
+ * run Python (see Ticker_wait); *next_tick moves on. */
+static void wait_for_tick(TickState *state, PyThreadState *self,
+                          double *next_tick, double interval, double due,
+                          sig_atomic_t seen) {
   for (;;) {
     double now = monotonic_now();
-    note_thread_cpu(state);
+    atomic_store(&state->thread_cpu, thread_cpu_ns());
     /* Finalizing: the pending-call queue goes away soon; taking the GIL
      * would end this thread anyway. */
     if (atomic_load(&state->stopped) || _Py_IsFinalizing())
-      return TICK_STOPPED;
+      return;
     if (deliveries != seen)
-      return TICK_HOUSEKEEPING;
+      return;
     int main_holds =
         state->main && _PyThreadState_UncheckedGet() == state->main;
     if (now >= *next_tick) {
@@ -1369,7 +1256,7 @@ static int wait_for_tick(TickState *state, PyThreadState *self,
         *next_tick = now + interval; /* fell behind: do not burst */
     }
     if (now >= due && (!main_holds || now >= due + HOUSEKEEPING_LATE))
-      return TICK_HOUSEKEEPING;
+      return;
     double wake = now + WAIT_SLICE;
     if (*next_tick < wake)
       wake = *next_tick;
@@ -1405,7 +1292,7 @@ static PyObject *Ticker_wait(Ticker *self, PyObject *args) {
 }
 
 /* Adds \p n samples of \p entry's stack to the dict \p counts, keyed as
- * capture_stack() keys it: (id(code), lasti, ...) innermost first. */
+ * sampler.capture() keys it: (id(code), lasti, ...) innermost first. */
 static int add_samples(PyObject *counts, const StackCount *entry,
                        Py_ssize_t n) {
   PyObject *key = PyTuple_New(2 * entry->depth);
@@ -1493,13 +1380,13 @@ static PyObject *Ticker_get_deferred(Ticker *self, void *closure) {
 }
 
 static PyObject *Ticker_get_cpu(Ticker *self, void *closure) {
-  return PyFloat_FromDouble(self->state->main_cpu +
-                            (double)atomic_load(&self->state->thread_cpu) *
-                                1e-9);
+  return PyFloat_FromDouble(
+      (double)(self->state->main_cpu + atomic_load(&self->state->thread_cpu)) *
+      1e-9);
 }
 
 static PyObject *Ticker_get_main_cpu(Ticker *self, void *closure) {
-  return PyFloat_FromDouble(self->state->main_cpu);
+  return PyFloat_FromDouble((double)self->state->main_cpu * 1e-9);
 }
 
 static PyObject *Ticker_get_error(Ticker *self, void *closure) {
@@ -1557,8 +1444,6 @@ static PyMethodDef module_methods[] = {
      "signal_deliveries() -> int: deliveries of the watched signal."},
     {"die_by", recorder_die_by, METH_VARARGS,
      "die_by(signum): take the signal's default action, from any thread."},
-    {"capture", recorder_capture, METH_VARARGS,
-     "capture(frames, counts, skip_ident, codes): sampler.capture() in C."},
 #if PY_VERSION_HEX >= 0x030B0000
     {"hit", recorder_hit, METH_O,
      "hit(disarmed): called by armed code; records its first execution."},

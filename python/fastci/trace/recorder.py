@@ -246,10 +246,8 @@ class FunctionRecorder:
         self._armer = None
         self._set_code = None
         self._set_const = None
-        # The extension's capture(frames, counts, skip_ident, codes) once it
-        # is loaded (sampler.capture() without an audit event per frame),
-        # and its Ticker (the sampling thread's wait, sampler._run).
-        self.native_capture = None
+        # The extension's Ticker once it is loaded (the sampling thread's
+        # wait and capture, sampler._run).
         self.native_ticker = None
 
     def start(self):
@@ -261,7 +259,6 @@ class FunctionRecorder:
         module = extension()
         if module is None:
             return False
-        self.native_capture = getattr(module, "capture", None)
         self.native_ticker = getattr(module, "Ticker", None)
         recorder = module.Recorder()
         recorder.configure(self._prefixes, _FIND_AND_LOAD)

@@ -86,9 +86,9 @@ def capture(counts, skip_ident, codes, frames=None):
     Keys are flat tuples `(id(code), lasti, id(code), lasti, ...)`, innermost
     frame first. The code objects of a stack seen for the first time are
     stored in `codes` (id -> code), which keeps them alive, so an id in a key
-    always denotes the same code object. This is the hot path; where the
-    `_recorder` extension is loaded, its capture() (the same, given
-    `sys._current_frames()`) runs instead. `frames` defaults to those.
+    always denotes the same code object. Where the `_recorder` extension is
+    loaded, its Ticker takes the ticks instead and its drain() hands over
+    the same keys. `frames` defaults to `sys._current_frames()`.
     """
     for ident, top in (sys._current_frames() if frames is None else frames).items():
         if ident == skip_ident:
@@ -492,7 +492,6 @@ class Sampler:
         interval = 1.0 / self.config.rate
         me = threading.get_ident()
         codes = self._codes
-        native = self._recorder.native_capture
         lock = self._lock
         now = time.monotonic()
         next_tick = now + interval
@@ -529,7 +528,7 @@ class Sampler:
                     self._fail("sampler stopped: %s" % ticker.error)
                     return
                 if ticker is None and now >= next_tick:
-                    self._capture(native, me, codes)
+                    self._capture(me, codes)
                     next_tick += interval
                     if next_tick < now:  # we fell behind (GIL held long): don't burst
                         next_tick = now + interval
@@ -553,16 +552,13 @@ class Sampler:
         except Exception as e:  # never let the sampler affect the test
             self._fail("sampler stopped: %s: %s" % (type(e).__name__, e))
 
-    def _capture(self, native, me, codes):
+    def _capture(self, me, codes):
         """One sample of every other thread into the innermost sink (without a Ticker)."""
         with self._lock:
             sink = self._sinks[-1] if self._sinks else None
             if sink is None:
                 return
-            if native is not None:
-                native(sys._current_frames(), sink.counts, me, codes)
-            else:
-                capture(sink.counts, me, codes)
+            capture(sink.counts, me, codes)
             sink.ticks += 1
 
     def _settle(self, sink):

@@ -5,9 +5,9 @@
   when the sampler is started again at once;
 * the modules a sink imported are found from a mark on sys.modules, without
   touching the entries before it (a fork child would copy every page that
-  holds one), and a mark that left sys.modules over-reports, never omits;
-* the extension's capture() gives the keys and code registry the Python
-  capture() gives, without an audit event per frame.
+  holds one), and a mark that left sys.modules over-reports, never omits.
+
+The Ticker's captures are test_ticker.py's.
 """
 
 import os
@@ -19,11 +19,11 @@ import time
 
 import pytest
 
-from conftest import PYTHON, clean_env, parked, write  # also puts the package on sys.path
+from conftest import PYTHON, clean_env, write  # also puts the package on sys.path
 
 from fastci.trace import config as trace_config
 from fastci.trace import recorder as trace_recorder
-from fastci.trace.sampler import Sampler, capture, modules_mark, modules_since
+from fastci.trace.sampler import Sampler, modules_mark, modules_since
 
 def _sampler(tmp_path, rate):
     env = {trace_config.ENV_OUT: str(tmp_path / "out"), trace_config.ENV_RATE: str(rate),
@@ -81,40 +81,6 @@ def test_modules_since_a_mark_are_the_later_imports(tmp_path, monkeypatch):
     assert len(names) == len(sys.modules)
     sys.modules.pop("fastci_mark_a", None)
     sys.modules.pop("fastci_mark_b", None)
-
-
-def test_native_capture_matches_the_python_capture():
-    module = trace_recorder.extension()
-    if module is None or not hasattr(module, "capture"):
-        pytest.skip("no _recorder extension for this interpreter")
-    started, release = threading.Event(), threading.Event()
-    worker = threading.Thread(target=parked, args=(40, started, release))
-    worker.start()
-    started.wait(30)
-    events = []
-    try:
-        frames = sys._current_frames()
-        me = threading.get_ident()
-        expected_counts, expected_codes = {}, {}
-        capture(expected_counts, me, expected_codes, frames)
-        capture(expected_counts, me, expected_codes, frames)
-        counts, codes = {}, {}
-        listening = [True]  # an audit hook cannot be removed: it goes quiet after
-        sys.addaudithook(lambda event, args: events.append(event) if listening else None)
-        module.capture(frames, counts, me, codes)
-        module.capture(frames, counts, me, codes)
-        listening.clear()
-        seen = list(events)
-    finally:
-        release.set()
-        worker.join(30)
-    assert counts == expected_counts
-    assert set(counts.values()) == {2}
-    assert codes == expected_codes and all(codes[k] is expected_codes[k] for k in codes)
-    deepest = max(counts, key=len)
-    assert len(deepest) >= 2 * 40  # the worker's whole stack, innermost first
-    assert sum(codes[deepest[i]] is parked.__code__ for i in range(0, len(deepest), 2)) == 41
-    assert "builtins.id" not in seen and "object.__getattr__" not in seen, seen
 
 
 def test_real_path_lists_each_directory_once_and_follows_links(tmp_path):

@@ -67,11 +67,16 @@ def test_drained_samples_are_the_python_captures():
 
     def sampling_thread():
         now = time.monotonic()
+        listening.append(True)
         result["next"] = ticker.wait(now, 0.01, now + 0.1)
-        expected_codes = {}
+        listening.clear()
+        result["expected_codes"] = {}
         result["expected"] = {}
-        capture(result["expected"], threading.get_ident(), expected_codes)
+        capture(result["expected"], threading.get_ident(), result["expected_codes"])
 
+    events = []
+    listening = []  # an audit hook cannot be removed: it goes quiet after
+    sys.addaudithook(lambda event, args: events.append(event) if listening else None)
     try:
         thread = threading.Thread(target=sampling_thread)
         thread.start()
@@ -89,6 +94,10 @@ def test_drained_samples_are_the_python_captures():
     assert mine == expected and len(mine) == 1
     assert sink.counts[mine[0]] == sink.ticks
     assert sum(codes[mine[0][i]] is parked.__code__ for i in range(0, len(mine[0]), 2)) == 41
+    expected_codes = result["expected_codes"]
+    assert all(codes[mine[0][i]] is expected_codes[mine[0][i]] for i in range(0, len(mine[0]), 2))
+    # The frames are read in place: no `id()`, `f_code` or _current_frames audit event.
+    assert not {"builtins.id", "object.__getattr__", "sys._current_frames"} & set(events), events
     # Drained means handed over: a second drain adds nothing.
     before = dict(sink.counts), sink.ticks
     assert ticker.drain(sink) is True
