@@ -638,6 +638,12 @@ static PyObject *event_path(PyObject *args) {
  * filtering: the event then reaches the callback. */
 static int dropped(AuditFilter *filter, PyObject *path) {
   Py_ssize_t length = PyUnicode_GET_LENGTH(path);
+  /* `<string>`, `<frozen ...>`: code compiled from a string names no file
+   * (a third of the `exec` events of a process importing torch: the
+   * functions dataclasses, namedtuple and typing make). */
+  if (length >= 2 && PyUnicode_READ_CHAR(path, 0) == '<' &&
+      PyUnicode_READ_CHAR(path, length - 1) == '>')
+    return 1;
   for (Py_ssize_t i = 0;
        filter->suffixes && i < PyTuple_GET_SIZE(filter->suffixes); ++i)
     if (PyUnicode_Tailmatch(path, PyTuple_GET_ITEM(filter->suffixes, i), 0,
@@ -689,8 +695,9 @@ static int filtered_audit_hook(const char *event, PyObject *args, void *data) {
 
 /* add_audit_hook(callback, events[, suffixes[, files]]): callback(event,
  * args) for the audit events named in the tuple \p events only, less
- * those about a path ending with one of the str \p suffixes or named in
- * the dict \p files[0] ({directory: set of names}). Like every audit hook,
+ * those about a path ending with one of the str \p suffixes, named in
+ * the dict \p files[0] ({directory: set of names}), or no file at all
+ * (`<string>`). Like every audit hook,
  * it stays for the life of the process. */
 static PyObject *recorder_add_audit_hook(PyObject *module, PyObject *args) {
   PyObject *callback, *events, *suffixes = NULL, *files = NULL;
@@ -919,6 +926,8 @@ typedef struct {
 static const double HOUSEKEEPING_LATE = 1.0;
 /* The longest sleep: stop() and signal deliveries are noticed this soon. */
 static const double WAIT_SLICE = 0.1;
+/* How much later than due housekeeping may run to share a tick's wake-up. */
+static const double HOUSEKEEPING_SLACK = 0.05;
 
 /* The calling thread's CPU clock, in ns. */
 static long long thread_cpu_ns(void) {
@@ -1260,8 +1269,12 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
     double wake = now + WAIT_SLICE;
     if (*next_tick < wake)
       wake = *next_tick;
+    /* Housekeeping rides on the wake-up of a tick that comes soon enough
+     * after it is due: a wake-up of its own would be one more context
+     * switch into the process, and what one costs grows with the process's
+     * memory on some VMs (docs/Evidence.md). */
     double housekeeping = now >= due ? due + HOUSEKEEPING_LATE : due;
-    if (housekeeping < wake)
+    if (housekeeping + HOUSEKEEPING_SLACK < wake)
       wake = housekeeping;
     sleep_until(wake);
   }

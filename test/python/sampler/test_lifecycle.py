@@ -240,10 +240,12 @@ def test_audit_hooks_see_only_the_events_they_name(tmp_path):
 
 
 def test_audit_hooks_drop_events_about_files_the_callback_ignores(tmp_path):
-    """Events whose path ends with a dropped suffix, or whose directory and
-    name are in the dict held by `files` (swappable), never reach the
-    callback; other names of the same directory, other directories and
-    paths that are not str still do. Both hooks, the same answers."""
+    """Events whose path ends with a dropped suffix, whose directory and
+    name are in the dict held by `files` (swappable), or that name no file
+    (`<string>`: code compiled from a string), never reach the callback;
+    other names of the same directory, other directories, names that only
+    begin or end like a pseudo-file, and paths that are not str still do.
+    Both hooks, the same answers."""
     script = tmp_path / "drop.py"
     script.write_text(
         "import os, sys\n"
@@ -254,16 +256,17 @@ def test_audit_hooks_drop_events_about_files_the_callback_ignores(tmp_path):
         "                        suffixes=('.py', '.pyc'), files=files)\n"
         "code = compile('1', '/d/skip.json', 'eval')\n"
         "for path in ('/a/m.py', '/a/m.pyc', '/a/m.pyx', '/d/skip.json', '/d/keep.json',\n"
-        "             '/e/skip.json', 'skip.json', b'/a/m.py', 7):\n"
+        "             '/e/skip.json', 'skip.json', b'/a/m.py', 7, '<string>', '<', '<x', 'x>'):\n"
         "    sys.audit('fastci.test', path)\n"
         "sys.audit('fastci.test', code)\n"
+        "sys.audit('fastci.test', compile('1', '<frozen m>', 'eval'))\n"
         "files[0] = {'/d': {'keep.json'}}\n"
         "sys.audit('fastci.test', '/d/skip.json'); sys.audit('fastci.test', '/d/keep.json')\n"
         "files[0] = {}\n"
         "sys.audit('fastci.test', code)\n"
         "print(repr([a if not hasattr(a, 'co_filename') else 'code' for a in seen]))\n")
     expected = repr(["/a/m.pyx", "/d/keep.json", "/e/skip.json", "skip.json", b"/a/m.py", 7,
-                     "/d/skip.json", "code"])
+                     "<", "<x", "x>", "/d/skip.json", "code"])
     for setting, out in _run_with_each_audit_hook(script):
         assert out.strip() == expected, setting
 

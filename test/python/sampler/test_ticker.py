@@ -56,6 +56,30 @@ def _has_code(key, codes, code):
     return any(codes[key[i]] is code for i in range(0, len(key), 2))
 
 
+def test_housekeeping_rides_on_the_next_tick():
+    """Housekeeping due shortly before a tick waits for that tick's wake-up
+    (a wake-up of its own would be one more context switch) and returns
+    after taking it; due long before the next tick, it wakes on its own."""
+    ticker = _EXTENSION.Ticker([_Sink()], {})  # main=False: nothing is queued
+    result = {}
+
+    def sampling_thread():
+        start = time.monotonic()
+        result["soon"] = ticker.wait(start, 0.04, start + 0.005) - start
+        result["soon_took"] = time.monotonic() - start
+        start = time.monotonic()
+        result["late"] = ticker.wait(start + 0.5, 0.5, start + 0.005) - start
+        result["late_took"] = time.monotonic() - start
+
+    thread = threading.Thread(target=sampling_thread)
+    thread.start()
+    thread.join(30)
+    # The tick at `start`, then housekeeping rides on the one 0.04 s later.
+    assert result["soon_took"] >= 0.039 and result["soon"] >= 0.079, result
+    # The next tick is 0.5 s away: housekeeping at its due time, no tick taken.
+    assert result["late_took"] < 0.4 and abs(result["late"] - 0.5) < 1e-6, result
+
+
 def test_drained_samples_are_the_python_captures():
     started, release = threading.Event(), threading.Event()
     worker = threading.Thread(target=parked, args=(40, started, release))
