@@ -70,3 +70,37 @@ def test_collect_overhead_benchmark_smoke(tmp_path):
                          env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          universal_newlines=True, timeout=60, cwd=str(tmp_path))
     assert bad.returncode != 0 and "must run `-m pytest`" in bad.stdout, bad.stdout
+
+
+PROCESS_BENCH = BENCH.parent / "process_overhead.py"
+
+
+def test_process_overhead_benchmark_smoke(tmp_path):
+    """process_overhead.py runs a program plain and as a traced child, and
+    splits the traced cost by thread and phase (the shim's import, start and
+    final write); a program that fails is an error, not a figure."""
+    (tmp_path / "child.py").write_text("import json\nprint(json.dumps(sum(range(10))))\n")
+    proc = subprocess.run(
+        [PYTHON, str(PROCESS_BENCH), "--rounds", "1", "--cwd", str(tmp_path),
+         "--peer-env", "FASTCI_TRACE_RATE=0.01", "--", PYTHON, "child.py"],
+        env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    number = r"-?\d+\.\d"
+    plain = re.search(r"  plain: +wall %s ms \(min %s\); cpu .*; main %s ms" % ((number,) * 3),
+                      proc.stdout)
+    assert plain and "import" not in plain.group(0), proc.stdout
+    for kind in ("traced", "traced FASTCI_TRACE_RATE=0.01"):
+        line = re.search(r"  %s: +wall .*" % re.escape(kind), proc.stdout)
+        assert line, proc.stdout
+        for phase in ("main", "other", "import", "start", "stop"):
+            assert re.search(r"%s %s ms \(min %s\) [+-]" % (phase, number, number)
+                             if phase in ("main", "other") else
+                             r"%s %s ms \(min %s\)" % (phase, number, number),
+                             line.group(0)), (phase, line.group(0))
+    (tmp_path / "fails.py").write_text("raise SystemExit(3)\n")
+    bad = subprocess.run([PYTHON, str(PROCESS_BENCH), "--rounds", "1", "--cwd", str(tmp_path),
+                          "--", PYTHON, "fails.py"],
+                         env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         universal_newlines=True, timeout=120)
+    assert bad.returncode != 0 and "exited 3" in bad.stdout, bad.stdout

@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""What tracing costs one interpreter a test starts: a program run plain and
+as a traced child, interleaved, with the cost split by thread and phase.
+
+    process_overhead.py [--rounds N] [--cwd DIR] [--peer-env KEY=VALUE ...] \\
+        -- PYTHON SCRIPT-OR-ARGS...
+
+The program is what a test's subprocess runs (`accelerate launch`'s worker,
+a torchrun rank). The traced kind gets the environment a traced test hands
+its children (`python -m fastci.trace run`'s, taken once from PYTHON), so
+the start-up hook starts the sampler in it; `--peer-env` adds traced kinds
+with more settings in the same rounds (`FASTCI_TRACE_RATE=0.01`: without
+ticks; `FASTCI_TRACE_RECORDER=off`: without the recorder). A shim
+sitecustomize, first on PYTHONPATH in every kind, runs the hook's start
+itself (timing the import of fastci.trace and the start) and the next
+sitecustomize, and at exit times the final write and reads each thread's
+CPU from /proc/self/task/*/schedstat. Whole-suite figures scatter by ±10 %
+on shared 2-core machines; a process's own thread CPU much less, and the
+minimum over the rounds is printed beside the median for that reason.
+Prints, per kind: wall, CPU and page faults of the process (median, min,
+difference to plain), the main thread's and the other threads' CPU, and
+the phases. Exit status 1 when a run fails or a traced run writes no
+evidence.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = os.path.join(ROOT, "python")
+
+# First on PYTHONPATH in every kind. Writes one JSON line per process to
+# $PROCESS_OVERHEAD_LOG: its phases in ms and the CPU ms of each thread.
+_SHIM = r'''
+import os, sys, time, atexit
+_log, _phases = os.environ.get("PROCESS_OVERHEAD_LOG"), {}
+def _threads():
+    main, other = 0.0, 0.0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open("/proc/self/task/%s/schedstat" % tid) as f:
+                ms = int(f.read().split()[0]) / 1e6
+        except (OSError, ValueError, IndexError):
+            continue
+        if int(tid) == os.getpid():
+            main += ms
+        else:
+            other += ms
+    return main, other
+def _dump():
+    if _log:
+        main, other = _threads()
+        import json
+        with open(_log, "a") as f:
+            f.write(json.dumps(dict(_phases, main=main, other=other)) + "\n")
+atexit.register(_dump)  # first registered: runs last
+if os.environ.get("FASTCI_TRACE_TEST_ID") and os.environ.get("FASTCI_TRACE_OUT"):
+    t = time.perf_counter()
+    from fastci.trace import process as _process
+    _phases["import"] = 1e3 * (time.perf_counter() - t)
+    t = time.perf_counter()
+    _process.start_from_env()
+    _phases["start"] = 1e3 * (time.perf_counter() - t)
+    def _stop():
+        t = time.perf_counter()
+        _process.stop()
+        _phases["stop"] = 1e3 * (time.perf_counter() - t)
+    atexit.register(_stop)  # runs before the hook's own stop(), which then has nothing to do
+def _next_sitecustomize():
+    import importlib.machinery, importlib.util
+    skip = {os.path.dirname(os.path.abspath(__file__)), os.environ.get("PROCESS_OVERHEAD_HOOK")}
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) not in skip]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception:
+            pass
+_next_sitecustomize()
+'''
+
+
+def traced_env(python, cwd, work):
+    """The environment a traced test hands its children, with OUT as a placeholder."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([PACKAGE] + [p for p in [env.get("PYTHONPATH")] if p])
+    proc = subprocess.run([python, "-m", "fastci.trace", "run", "--out", os.path.join(work, "out"),
+                           "--test-id", "process_overhead", "--", "env", "-0"],
+                          cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr.decode(errors="replace"))
+        raise SystemExit("process_overhead: error: %s cannot run fastci.trace" % python)
+    return dict(item.split("=", 1) for item in proc.stdout.decode().split("\0") if "=" in item)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--cwd", default=os.getcwd())
+    parser.add_argument("--peer-env", metavar="KEY=VALUE", action="append", default=[])
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command after --")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    for setting in args.peer_env:
+        if not setting.split() or not all("=" in s for s in setting.split()):
+            parser.error("--peer-env wants KEY=VALUE, got %r" % setting)
+
+    work = tempfile.mkdtemp(prefix="process-overhead-")
+    shim = os.path.join(work, "shim")
+    os.mkdir(shim)
+    with open(os.path.join(shim, "sitecustomize.py"), "w") as f:
+        f.write(_SHIM)
+    traced = traced_env(command[0], args.cwd, work)
+    hook = traced["PYTHONPATH"].split(os.pathsep)[0]
+    log = os.path.join(work, "log")
+    base = dict(os.environ)
+    base.pop("PYTHONDONTWRITEBYTECODE", None)
+    base["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pycache")
+    base["PROCESS_OVERHEAD_LOG"] = log
+    base["PROCESS_OVERHEAD_HOOK"] = hook
+    kinds = {"plain": None, "traced": ""}
+    for setting in args.peer_env:
+        kinds["traced " + setting] = setting
+
+    def env_of(kind):
+        env = dict(base)
+        setting = kinds[kind]
+        if setting is not None:
+            env.update(traced)
+            for item in setting.split():
+                key, value = item.split("=", 1)
+                env[key] = value
+        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != hook]
+        env["PYTHONPATH"] = os.pathsep.join([shim] + paths)
+        return env
+
+    def run_kind(kind):
+        env = env_of(kind)
+        out = os.path.join(work, "out")
+        shutil.rmtree(out, ignore_errors=True)
+        if os.path.exists(log):
+            os.unlink(log)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run(command, cwd=args.cwd, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr.decode(errors="replace")[-3000:])
+            raise SystemExit("process_overhead: error: %s exited %d" % (command[0],
+                                                                        proc.returncode))
+        if kinds[kind] is not None and not any(n.endswith(".stacks") for _, _, names in
+                                               os.walk(out) for n in names):
+            raise SystemExit("process_overhead: error: the %s run wrote no evidence" % kind)
+        try:
+            with open(log) as f:
+                records = [json.loads(line) for line in f]
+        except OSError:
+            records = []
+        figures = {"wall": 1e3 * wall,
+                   "cpu": 1e3 * ((after.ru_utime + after.ru_stime)
+                                 - (before.ru_utime + before.ru_stime)),
+                   "faults": float(after.ru_minflt - before.ru_minflt)}
+        for name in ("main", "other", "import", "start", "stop"):
+            values = [r[name] for r in records if name in r]
+            if values:
+                figures[name] = sum(values)
+        return figures
+
+    print("program: %s (in %s); load average before %.2f %.2f %.2f on %d CPUs"
+          % (" ".join(command), args.cwd, *os.getloadavg(), os.cpu_count()), flush=True)
+    order = list(kinds)
+    for kind in order:  # warm-up: bytecode caches, page cache
+        run_kind(kind)
+    results = {k: [] for k in order}
+    for i in range(args.rounds):
+        for kind in (order if i % 2 == 0 else order[::-1]):
+            results[kind].append(run_kind(kind))
+    print("%d interleaved rounds after one warm-up run of each kind; load average now %.2f"
+          % (args.rounds, os.getloadavg()[0]))
+    units = {"faults": ""}
+
+    def stat(kind, name):
+        values = [r[name] for r in results[kind] if name in r]
+        return (statistics.median(values), min(values)) if values else None
+
+    for kind in order:
+        parts = []
+        for name in ("wall", "cpu", "faults", "main", "other", "import", "start", "stop"):
+            mine, plain = stat(kind, name), stat("plain", name)
+            if mine is None:
+                continue
+            unit = units.get(name, " ms")
+            text = "%s %.1f%s (min %.1f)" % (name, mine[0], unit, mine[1])
+            if kind != "plain" and plain is not None:
+                text += " %+.1f / min %+.1f" % (mine[0] - plain[0], mine[1] - plain[1])
+            parts.append(text)
+        print("  %-24s %s" % (kind + ":", "; ".join(parts)))
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
