@@ -65,9 +65,25 @@ def ratio(values):
         statistics.median(values), values[0], values[-1])
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=5)
+def interleave(kinds, rounds, run_kind):
+    """{kind: [run_kind(kind) per round]}: one unmeasured run of each kind
+    (bytecode caches, page cache), then `rounds` rounds in ABBA order."""
+    for kind in kinds:
+        run_kind(kind)
+    results = {k: [] for k in kinds}
+    for i in range(rounds):
+        for kind in (kinds if i % 2 == 0 else kinds[::-1]):
+            results[kind].append(run_kind(kind))
+    print("%d interleaved rounds after one warm-up run of each kind; load average now %.2f"
+          % (rounds, os.getloadavg()[0]))
+    return results
+
+
+def parse_arguments(doc, rounds, default):
+    """(args, command) of a benchmark that runs `-- COMMAND` in `--ROUNDS`
+    interleaved rounds in `--cwd`, with `--peer-env KEY=VALUE` settings."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--" + rounds, type=int, default=default)
     parser.add_argument("--cwd", default=os.getcwd())
     parser.add_argument("--peer-env", metavar="KEY=VALUE", action="append", default=[])
     parser.add_argument("command", nargs=argparse.REMAINDER)
@@ -75,11 +91,16 @@ def main():
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command after --")
-    if args.pairs < 1:
-        parser.error("--pairs must be at least 1")
+    if getattr(args, rounds) < 1:
+        parser.error("--%s must be at least 1" % rounds)
     for setting in args.peer_env:
         if not setting.split() or not all("=" in s for s in setting.split()):
             parser.error("--peer-env wants KEY=VALUE, got %r" % setting)
+    return args, command
+
+
+def main():
+    args, command = parse_arguments(__doc__, "pairs", 5)
 
     work = tempfile.mkdtemp(prefix="collect-overhead-")
     env = dict(os.environ)
@@ -110,17 +131,9 @@ def main():
     print("suite: %s (in %s); load average before %.2f %.2f %.2f on %d CPUs"
           % (" ".join(command), args.cwd, *os.getloadavg(), os.cpu_count()), flush=True)
     order = list(kinds)
-    for kind in order:  # warm-up: bytecode caches, page cache
-        run_kind(kind)
-    wall = {k: [] for k in order}
-    cpu = {k: [] for k in order}
-    for i in range(args.pairs):
-        for kind in (order if i % 2 == 0 else order[::-1]):
-            w, c = run_kind(kind)
-            wall[kind].append(w)
-            cpu[kind].append(c)
-    print("%d interleaved rounds after one warm-up run of each kind; load average now %.2f"
-          % (args.pairs, os.getloadavg()[0]))
+    results = interleave(order, args.pairs, run_kind)
+    wall = {k: [w for w, _ in results[k]] for k in order}
+    cpu = {k: [c for _, c in results[k]] for k in order}
     for kind in order:
         line = "  %-28s wall %s, CPU %s" % (kind + ":", spread(wall[kind]), spread(cpu[kind]))
         if kind != "plain":

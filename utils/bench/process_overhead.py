@@ -22,7 +22,6 @@ difference to plain), the main thread's and the other threads' CPU, and
 the phases. Exit status 1 when a run fails or a traced run writes no
 evidence.
 """
-import argparse
 import json
 import os
 import resource
@@ -32,6 +31,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+# The same command line and rounds (this directory's collect_overhead.py).
+from collect_overhead import interleave, parse_arguments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = os.path.join(ROOT, "python")
@@ -102,20 +104,7 @@ def traced_env(python, cwd, work):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--cwd", default=os.getcwd())
-    parser.add_argument("--peer-env", metavar="KEY=VALUE", action="append", default=[])
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args()
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("no command after --")
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
-    for setting in args.peer_env:
-        if not setting.split() or not all("=" in s for s in setting.split()):
-            parser.error("--peer-env wants KEY=VALUE, got %r" % setting)
+    args, command = parse_arguments(__doc__, "rounds", 10)
 
     work = tempfile.mkdtemp(prefix="process-overhead-")
     shim = os.path.join(work, "shim")
@@ -183,14 +172,7 @@ def main():
     print("program: %s (in %s); load average before %.2f %.2f %.2f on %d CPUs"
           % (" ".join(command), args.cwd, *os.getloadavg(), os.cpu_count()), flush=True)
     order = list(kinds)
-    for kind in order:  # warm-up: bytecode caches, page cache
-        run_kind(kind)
-    results = {k: [] for k in order}
-    for i in range(args.rounds):
-        for kind in (order if i % 2 == 0 else order[::-1]):
-            results[kind].append(run_kind(kind))
-    print("%d interleaved rounds after one warm-up run of each kind; load average now %.2f"
-          % (args.rounds, os.getloadavg()[0]))
+    results = interleave(order, args.rounds, run_kind)
     units = {"faults": ""}
 
     def stat(kind, name):
