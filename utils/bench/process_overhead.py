@@ -59,9 +59,10 @@ def _threads():
 def _dump():
     if _log:
         main, other = _threads()
+        _phases.setdefault("other", other)  # read before stop() if traced: the thread may end
         import json
         with open(_log, "a") as f:
-            f.write(json.dumps(dict(_phases, main=main, other=other)) + "\n")
+            f.write(json.dumps(dict(_phases, main=main)) + "\n")
 atexit.register(_dump)  # first registered: runs last
 if os.environ.get("FASTCI_TRACE_TEST_ID") and os.environ.get("FASTCI_TRACE_OUT"):
     t = time.perf_counter()
@@ -71,6 +72,7 @@ if os.environ.get("FASTCI_TRACE_TEST_ID") and os.environ.get("FASTCI_TRACE_OUT")
     _process.start_from_env()
     _phases["start"] = 1e3 * (time.perf_counter() - t)
     def _stop():
+        _phases["other"] = _threads()[1]
         t = time.perf_counter()
         _process.stop()
         _phases["stop"] = 1e3 * (time.perf_counter() - t)
