@@ -8,13 +8,14 @@ as a traced child, interleaved, with the cost split by thread and phase.
 The program is what a test's subprocess runs (`accelerate launch`'s worker,
 a torchrun rank). The traced kind gets the environment a traced test hands
 its children (`python -m fastci.trace run`'s, taken once from PYTHON), so
-the start-up hook starts the sampler in it; `--peer-env` adds traced kinds
+the sampler starts in it; `--peer-env` adds traced kinds
 with more settings in the same rounds (`FASTCI_TRACE_RATE=0.01`: without
 ticks; `FASTCI_TRACE_RECORDER=off`: without the recorder). A shim
-sitecustomize, first on PYTHONPATH in every kind, runs the hook's start
-itself (timing the import of fastci.trace and the start) and the next
-sitecustomize, and at exit times the final write and reads each thread's
-CPU from /proc/self/task/*/schedstat. Whole-suite figures scatter by ±10 %
+sitecustomize takes the start-up hook's place on PYTHONPATH in every kind
+(so neither runs the system's sitecustomize, which the hook would chain
+to): it starts the sampler itself, timing the import of fastci.trace and
+the start, and at exit times the final write and reads each thread's CPU
+from /proc/self/task/*/schedstat. Whole-suite figures scatter by ±10 %
 on shared 2-core machines; a process's own thread CPU much less, and the
 minimum over the rounds is printed beside the median for that reason.
 Prints, per kind: wall, CPU and page faults of the process (median, min,
@@ -41,7 +42,7 @@ PACKAGE = os.path.join(ROOT, "python")
 # First on PYTHONPATH in every kind. Writes one JSON line per process to
 # $PROCESS_OVERHEAD_LOG: its phases in ms and the CPU ms of each thread.
 _SHIM = r'''
-import os, sys, time, atexit
+import os, time, atexit
 _log, _phases = os.environ.get("PROCESS_OVERHEAD_LOG"), {}
 def _threads():
     main, other = 0.0, 0.0
@@ -76,19 +77,7 @@ if os.environ.get("FASTCI_TRACE_TEST_ID") and os.environ.get("FASTCI_TRACE_OUT")
         t = time.perf_counter()
         _process.stop()
         _phases["stop"] = 1e3 * (time.perf_counter() - t)
-    atexit.register(_stop)  # runs before the hook's own stop(), which then has nothing to do
-def _next_sitecustomize():
-    import importlib.machinery, importlib.util
-    skip = {os.path.dirname(os.path.abspath(__file__)), os.environ.get("PROCESS_OVERHEAD_HOOK")}
-    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) not in skip]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
-    if spec is not None and spec.loader is not None:
-        module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except Exception:
-            pass
-_next_sitecustomize()
+    atexit.register(_stop)  # runs before process.py's own stop(), which then has nothing to do
 '''
 
 
@@ -120,7 +109,6 @@ def main():
     base.pop("PYTHONDONTWRITEBYTECODE", None)
     base["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pycache")
     base["PROCESS_OVERHEAD_LOG"] = log
-    base["PROCESS_OVERHEAD_HOOK"] = hook
     kinds = {"plain": None, "traced": ""}
     for setting in args.peer_env:
         kinds["traced " + setting] = setting

@@ -212,8 +212,8 @@ class FrameDescriber:
             return self._paths[filename]
         except KeyError:
             pass
-        if filename.startswith("<") and filename.endswith(">"):
-            path = filename  # <string>, <frozen ...>: not a file
+        if is_pseudo_file(filename):
+            path = filename
         else:
             path = self.real_path(os.path.join(self._cwd, filename))
             if path.startswith(self._exclude):
@@ -260,6 +260,11 @@ class FrameDescriber:
         if index is None:
             index = self._indexes[path] = _index_file(path)
         return index.get((code.co_firstlineno, code.co_name), code.co_name)
+
+
+def is_pseudo_file(filename):
+    """Whether a co_filename names no file: `<string>`, `<frozen ...>` (code compiled from a string)."""
+    return filename.startswith("<") and filename.endswith(">")
 
 
 def _list_links(directory):

@@ -44,6 +44,7 @@ import sys
 import types
 
 from . import arming, forks
+from .frames import is_pseudo_file
 
 _MONITORING = sys.version_info >= (3, 12) and hasattr(sys, "monitoring")
 # sys.monitoring ids 0-2 and 5 are reserved by convention for debuggers,
@@ -129,10 +130,11 @@ def add_audit_hook(callback, events, suffixes=(), files=None):
     ends with one of `suffixes`, or whose directory and name are in
     `files[0]`, a dict {absolute directory: set of names} its owner keeps
     filling (`files` is a one-element list, so that the owner can swap
-    the dict), and always a name like `<string>` that is no file. Through the extension's C hook where it loads: a Python
-    hook costs a Python call for every audit event of the process, and on
-    3.11 every id() and frame.f_code is one. Otherwise sys.addaudithook.
-    Either way the hook stays for the life of the process."""
+    the dict), and always a name like `<string>` that is no file. Through
+    the extension's C hook where it loads: a Python hook costs a Python
+    call for every audit event of the process, and on 3.11 every id() and
+    frame.f_code is one. Otherwise sys.addaudithook. Either way the hook
+    stays for the life of the process."""
     module = extension()
     if module is not None and hasattr(module, "add_audit_hook"):
         module.add_audit_hook(callback, tuple(events), tuple(suffixes),
@@ -154,8 +156,8 @@ def _dropped(args, suffixes, files):
         path = path.co_filename
     if not isinstance(path, str):
         return False
-    if path.startswith("<") and path.endswith(">") and len(path) >= 2:
-        return True  # <string>, <frozen ...>: no file
+    if is_pseudo_file(path):
+        return True
     if suffixes and path.endswith(suffixes):
         return True
     directory, _, name = path.rpartition("/")
