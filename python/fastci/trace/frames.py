@@ -108,7 +108,8 @@ class FrameDescriber:
         self._lines = {}   # id(code) -> (sorted start offsets, their lines)
         self._frames = {}  # (id(code), lasti) -> encoded frame or None
         self._indexes = {}  # absolute path -> {(line, name): qualname}
-        self._real_dirs = {}  # directory -> (its real path, its names, its links)
+        self._real_dirs = {}  # directory -> its real path
+        self._listings = {}   # directory -> (its names, its links), for listed directories
         self._dir_verdicts = {}  # absolute directory -> (files inside the repository?, names, links)
         # absolute directory outside the repository -> the names in it that
         # are not links: files in_repository_file() rejects without a look,
@@ -226,25 +227,34 @@ class FrameDescriber:
 
         A process describes the files of every module it imported (a
         thousand with torch), most in a few directories; realpath would
-        lstat each component of each of them. This lists each directory
-        once (which entries are symbolic links) and resolves it through
-        its parent's listing; only a name a listing lacks (created since)
-        is lstat'ed."""
+        lstat each component of each of them. Each directory is resolved
+        once, through its parent's, and a name is a link or not by its
+        directory's listing where in_repository_file() listed it, by one
+        lstat otherwise: the ancestors of those directories (/usr,
+        site-packages) cost an lstat each, not a listing."""
         directory, name = os.path.split(path)
         if not name or name in (os.curdir, os.pardir):
             return os.path.realpath(path)
-        real, names, links = self._directory(directory)
-        if name in links or (name not in names and os.path.islink(path)):
-            return os.path.realpath(path)
-        return os.path.join(real, name)
+        real = self._real_directory(directory)
+        listing = self._listings.get(directory)
+        if listing is not None and name in listing[0]:
+            is_link = name in listing[1]
+        else:  # not listed, or created since
+            is_link = os.path.islink(path)
+        return os.path.realpath(path) if is_link else os.path.join(real, name)
+
+    def _real_directory(self, directory):
+        real = self._real_dirs.get(directory)
+        if real is None:
+            real = self._real_dirs[directory] = self.real_path(directory)
+        return real
 
     def _directory(self, directory):
         """(real path, names, names of links) of `directory`, listed once."""
-        known = self._real_dirs.get(directory)
-        if known is None:
-            known = self._real_dirs[directory] = (self.real_path(directory),
-                                                  *_list_links(directory))
-        return known
+        listing = self._listings.get(directory)
+        if listing is None:
+            listing = self._listings[directory] = _list_links(directory)
+        return (self._real_directory(directory), *listing)
 
     def _relative(self, path):
         if path.startswith(self._root):

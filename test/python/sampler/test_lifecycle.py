@@ -83,7 +83,7 @@ def test_modules_since_a_mark_are_the_later_imports(tmp_path, monkeypatch):
     sys.modules.pop("fastci_mark_b", None)
 
 
-def test_real_path_lists_each_directory_once_and_follows_links(tmp_path):
+def test_real_path_resolves_each_directory_once_and_follows_links(tmp_path):
     from fastci.trace.frames import FrameDescriber
     repo, outside = tmp_path / "repo", tmp_path / "outside"
     (repo / "pkg").mkdir(parents=True)
@@ -102,6 +102,26 @@ def test_real_path_lists_each_directory_once_and_follows_links(tmp_path):
     assert describer.real_path(str(outside / "later.py")) == real
     assert describer.in_repository_file(str(outside / "linked.py"))
     assert not describer.in_repository_file(str(outside / "vendored.py"))
+
+
+def test_ancestor_directories_are_resolved_without_listing_them(tmp_path, monkeypatch):
+    """Only the directory of a judged file is listed: its ancestors (/usr,
+    site-packages, ...) are resolved by one lstat each, and still through
+    a link among them."""
+    from fastci.trace import frames
+    repo, deep = tmp_path / "repo", tmp_path / "site" / "packages" / "lib"
+    (repo / "pkg").mkdir(parents=True)
+    deep.mkdir(parents=True)
+    (repo / "pkg" / "a.py").write_text("")
+    (deep / "m.py").write_text("")
+    (tmp_path / "site" / "linked").symlink_to(repo, target_is_directory=True)
+    listed = []
+    monkeypatch.setattr(frames, "_list_links",
+                        lambda d, real=frames._list_links: listed.append(d) or real(d))
+    describer = frames.FrameDescriber(str(repo), str(tmp_path), str(tmp_path / "none"))
+    assert not describer.in_repository_file(str(deep / "m.py"))
+    assert describer.in_repository_file(str(tmp_path / "site" / "linked" / "pkg" / "a.py"))
+    assert listed == [str(deep), str(tmp_path / "site" / "linked" / "pkg")]
 
 
 def test_in_repository_file_judges_by_directory_but_follows_file_links(tmp_path):
