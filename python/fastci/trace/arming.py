@@ -25,10 +25,13 @@ scan.
 With one insertion point (functions, class and module bodies), inserting
 after RESUME keeps every relative jump valid (nothing jumps across it); the
 exception table's offsets at or after it move, and "no location" entries
-are spliced into the location table. Generators and coroutines are laid
-out again: jumps re-targeted, EXTENDED_ARG prefixes grown where a jump
-outgrows its argument, both tables rebuilt, and three more stack slots,
-since a resumption may hold values on the stack.
+are spliced into the location table (an entry that spans the point is
+split there). Generators and coroutines are laid out again: jumps
+re-targeted, EXTENDED_ARG prefixes grown where a jump outgrows its
+argument, the exception table rebuilt, the location table spliced after
+every RESUME (re-encoded whole only where a prefix grew: re-encoding was
+40 % of arming a generator), and three more stack slots, since a
+resumption may hold values on the stack.
 """
 
 from __future__ import annotations
@@ -147,28 +150,78 @@ def _encode_locations(positions, firstlineno: int) -> bytes:
     return bytes(out)
 
 
-def _splice_locations(table: bytes, at: int, units: int):
-    """The location table with `units` "no location" code units inserted at
-    code unit `at`, or None if an entry spans `at` (then it is re-encoded).
+def _no_locations(units: int) -> bytes:
+    """"No location" entries for `units` code units (at most 8 an entry)."""
+    out = bytearray()
+    while units:
+        length = min(units, 8)
+        out.append(0x80 | (15 << 3) | (length - 1))
+        units -= length
+    return bytes(out)
 
-    Every entry starts with a byte with bit 7 set and no other byte has it;
-    a "no location" entry leaves the line state alone, so the entries after
-    it need no change."""
-    covered = 0
-    for i, byte in enumerate(table):
-        if not byte & 0x80:
-            continue
-        if covered == at:
-            inserted = bytearray()
-            while units:
-                length = min(units, 8)
-                inserted.append(0x80 | (15 << 3) | (length - 1))
-                units -= length
-            return table[:i] + bytes(inserted) + table[i:]
-        if covered > at:
-            return None
-        covered += (byte & 7) + 1
-    return None
+
+def _same_location(entry: bytes, length: int) -> bytes:
+    """A location table entry for `length` more code units at the location
+    `entry` gives: its line as a delta of 0 from the line `entry` set.
+
+    Forms 0-9 imply a delta of 0 already; 10-12 are 10 with their columns;
+    13 and 14 start with the line delta, a signed varint that becomes 0
+    (one byte); 15 has no location."""
+    code = (entry[0] >> 3) & 15
+    first = 0x80 | (code << 3) | (length - 1)
+    if code <= 9 or code == 15:
+        return bytes((first,)) + entry[1:]
+    if code <= 12:
+        return bytes((0x80 | (10 << 3) | (length - 1),)) + entry[1:]
+    k = 1
+    while entry[k] & 64:  # skip the line delta's continued chunks
+        k += 1
+    return bytes((first, 0)) + entry[k + 1:]
+
+
+def _splice_locations(table: bytes, points, units: int) -> bytes:
+    """The location table with `units` "no location" code units inserted
+    before each code unit of `points` (ascending, in the original code).
+
+    Every entry starts with a byte with bit 7 set and no other byte has it.
+    An entry that spans a point is split there, its second part given as
+    the same location with a line delta of 0; a "no location" entry leaves
+    the line state alone, so the entries after it need no change. Only the
+    entries up to the last point are looked at: a function's single point
+    comes right after its first RESUME."""
+    inserted = _no_locations(units)
+    out = bytearray()
+    start = 0    # the entry at table[start] ...
+    covered = 0  # ... covers the code units from `covered` on
+    for point in points:
+        while start < len(table):  # pass the entries that end at or before the point
+            length = (table[start] & 7) + 1
+            if covered + length > point:
+                break
+            covered += length
+            start = _next_entry(table, start)
+        out += table[:start]
+        if covered < point and start < len(table):  # the entry spans the point
+            end = _next_entry(table, start)
+            entry = table[start:end]
+            out.append((entry[0] & ~7) | (point - covered - 1))
+            out += entry[1:]
+            table = _same_location(entry, covered + (entry[0] & 7) + 1 - point) + table[end:]
+            covered = point
+        else:
+            table = table[start:]
+        start = 0
+        out += inserted
+    out += table
+    return bytes(out)
+
+
+def _next_entry(table: bytes, i: int) -> int:
+    """Where the location table entry after the one at `i` starts."""
+    i += 1
+    while i < len(table) and not table[i] & 0x80:
+        i += 1
+    return i
 
 
 def _first_resume(code: types.CodeType) -> int:
@@ -258,20 +311,30 @@ def _armed_resumable(code, consts):
             args.append(arg)
         if not grown:
             break
-    positions = list(code.co_positions())
     out = bytearray()
-    new_positions = []
     for i, (start, ext, op, _, caches) in enumerate(instructions):
         arg = args[i]
         op_unit = start + ext
         for k in range(exts[i], 0, -1):
             out += bytes((_OP["EXTENDED_ARG"], (arg >> (8 * k)) & 0xFF))
-            new_positions.append(positions[op_unit])
         out += bytes((op, arg & 0xFF)) + raw[2 * (op_unit + 1):2 * (op_unit + 1 + caches)]
-        new_positions.extend(positions[op_unit:op_unit + 1 + caches])
         if op == resume:
             out += prologue
-            new_positions.extend([(None, None, None, None)] * units)
+    if all(exts[i] == instruction[1] for i, instruction in enumerate(instructions)):
+        # Every instruction kept its length: only the prologues are new.
+        locations = _splice_locations(code.co_linetable, [
+            start + ext + 1 + caches for start, ext, op, _, caches in instructions
+            if op == resume], units)
+    else:  # grown EXTENDED_ARG prefixes take their instruction's location
+        positions = list(code.co_positions())
+        new_positions = []
+        for i, (start, ext, op, _, caches) in enumerate(instructions):
+            op_unit = start + ext
+            new_positions.extend([positions[op_unit]] * exts[i])
+            new_positions.extend(positions[op_unit:op_unit + 1 + caches])
+            if op == resume:
+                new_positions.extend([(None, None, None, None)] * units)
+        locations = _encode_locations(new_positions, code.co_firstlineno)
     table = bytearray()
     for start, end, target, dl in _parse_exception_table(code.co_exceptiontable):
         if start not in new_start or end not in new_start or target not in new_start:
@@ -284,8 +347,7 @@ def _armed_resumable(code, consts):
         # A resumption may hold values on the stack (an await's awaitable,
         # a yield inside an expression): the prologue's three go on top.
         co_code=bytes(out), co_consts=consts, co_stacksize=code.co_stacksize + 3,
-        co_linetable=_encode_locations(new_positions, code.co_firstlineno),
-        co_exceptiontable=bytes(table))
+        co_linetable=locations, co_exceptiontable=bytes(table))
 
 
 class Armer:
@@ -353,13 +415,7 @@ class Armer:
         prologue = _prologue(hit_index, hit_index + 1)
         units = len(prologue) // 2
         raw = code.co_code
-        locations = _splice_locations(code.co_linetable, at, units)
-        if locations is None:
-            positions = list(code.co_positions())
-            if len(positions) != len(raw) // 2:
-                raise ArmingError("positions do not match code units")
-            positions[at:at] = [(None, None, None, None)] * units
-            locations = _encode_locations(positions, code.co_firstlineno)
+        locations = _splice_locations(code.co_linetable, (at,), units)
         return code.replace(
             co_code=raw[:2 * at] + prologue + raw[2 * at:],
             co_consts=consts + (self._hit, disarmed),

@@ -148,6 +148,38 @@ def test_location_table_encoder_round_trips():
                 list(const.co_positions())
 
 
+def test_location_table_splice_matches_reencoding():
+    """Splicing "no location" units into a table, splitting the entries that
+    span a point, gives the positions a full re-encoding gives: for every
+    code object of a few standard library modules (every location form),
+    at every RESUME, at the start and end, and inside long entries."""
+    import argparse
+    import asyncio.tasks
+    checked = split = 0
+    for module in (argparse, asyncio.tasks, dis):
+        with open(module.__file__, encoding="utf-8") as f:
+            stack = [compile(f.read(), module.__file__, "exec")]
+        while stack:
+            code = stack.pop()
+            stack.extend(c for c in code.co_consts if type(c) is types.CodeType)
+            positions = list(code.co_positions())
+            n = len(positions)
+            resumes = [i.offset // 2 + 1 for i in dis.get_instructions(code)
+                       if i.opname == "RESUME"]
+            for points in (resumes, [0, n], list(range(1, n, 3))[:40]):
+                for units in (1, 9):
+                    table = arming._splice_locations(code.co_linetable, points, units)
+                    expected = list(positions)
+                    for point in reversed(points):
+                        expected[point:point] = [(None, None, None, None)] * units
+                    spliced = code.replace(
+                        co_code=b"\x09\x00" * len(expected), co_linetable=table)
+                    assert list(spliced.co_positions()) == expected, (code.co_qualname, points)
+                    checked += 1
+            split += any(0 < p < n and positions[p - 1] == positions[p] for p in resumes)
+    assert checked > 1000 and split > 10, (checked, split)
+
+
 def test_jumps_that_outgrow_one_byte_get_extended_args():
     """A loop whose backward jump fits one byte until the prologues after its
     yields push it past 255 code units."""
