@@ -14,8 +14,10 @@ ticks; `FASTCI_TRACE_RECORDER=off`: without the recorder). A shim
 sitecustomize takes the start-up hook's place on PYTHONPATH in every kind
 (so neither runs the system's sitecustomize, which the hook would chain
 to): it starts the sampler itself, timing the import of fastci.trace and
-the start, and at exit times the final write and reads each thread's CPU
-from /proc/self/task/*/schedstat. Whole-suite figures scatter by ±10 %
+the start, and at exit times the final stop and reads each thread's CPU
+from /proc/self/task/*/schedstat; in between it adds up the main thread's
+CPU in the audit hook's exec callback, in the directory listings and code
+arming that callback does, and in evidence writes. Whole-suite figures scatter by ±10 %
 on shared 2-core machines; a process's own thread CPU much less, and the
 minimum over the rounds is printed beside the median for that reason.
 Prints, per kind: wall, CPU and page faults of the process (median, min,
@@ -35,6 +37,11 @@ import time
 
 # The same command line and rounds (this directory's collect_overhead.py).
 from collect_overhead import interleave, parse_arguments
+
+# What the shim times in a traced process, in ms: wall time of the import of
+# fastci.trace, the start and the final stop; the main thread's CPU in the
+# exec hook (of which listing directories and arming code) and in writes.
+PHASES = ("import", "start", "stop", "exec", "listing", "arming", "write")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = os.path.join(ROOT, "python")
@@ -72,6 +79,22 @@ if os.environ.get("FASTCI_TRACE_TEST_ID") and os.environ.get("FASTCI_TRACE_OUT")
     t = time.perf_counter()
     _process.start_from_env()
     _phases["start"] = 1e3 * (time.perf_counter() - t)
+    # The main thread's CPU in the audit hook's exec callback, and in what
+    # it spends most on: listing directories, arming code (and the writes).
+    def _timed(owner, method, phase):
+        inner = getattr(owner, method)
+        def timed(*args, **kwargs):
+            t = time.thread_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                _phases[phase] = _phases.get(phase, 0.0) + 1e3 * (time.thread_time() - t)
+        setattr(owner, method, timed)
+    from fastci.trace import arming as _arming, frames as _frames, recorder as _recorder
+    _timed(_recorder.FunctionRecorder, "_on_exec", "exec")
+    _timed(_frames.FrameDescriber, "_directory", "listing")
+    _timed(_arming.Armer, "arm_in_place", "arming")
+    _timed(_process.Sampler, "_write", "write")
     def _stop():
         _phases["other"] = _threads()[1]
         t = time.perf_counter()
@@ -153,7 +176,7 @@ def main():
                    "cpu": 1e3 * ((after.ru_utime + after.ru_stime)
                                  - (before.ru_utime + before.ru_stime)),
                    "faults": float(after.ru_minflt - before.ru_minflt)}
-        for name in ("main", "other", "import", "start", "stop"):
+        for name in ("main", "other") + PHASES:
             values = [r[name] for r in records if name in r]
             if values:
                 figures[name] = sum(values)
@@ -171,7 +194,7 @@ def main():
 
     for kind in order:
         parts = []
-        for name in ("wall", "cpu", "faults", "main", "other", "import", "start", "stop"):
+        for name in ("wall", "cpu", "faults", "main", "other") + PHASES:
             mine, plain = stat(kind, name), stat("plain", name)
             if mine is None:
                 continue
