@@ -16,10 +16,11 @@ sitecustomize takes the start-up hook's place on PYTHONPATH in every kind
 to): it starts the sampler itself, timing the import of fastci.trace and
 the start, and at exit times the final stop and reads each thread's CPU
 from /proc/self/task/*/schedstat; in between it adds up the main thread's
-CPU in the audit hook's exec callback, in the directory listings and code
-arming that callback does, and in evidence writes. Whole-suite figures scatter by ±10 %
-on shared 2-core machines; a process's own thread CPU much less, and the
-minimum over the rounds is printed beside the median for that reason.
+CPU in the audit hook's exec callback, in the directory listings (with
+their resolution) and code arming that callback does, and in evidence
+writes. Whole-suite figures scatter by ±10 % on shared 2-core machines; a
+process's own thread CPU much less, and the minimum over the rounds is
+printed beside the median for that reason.
 Prints, per kind: wall, CPU and page faults of the process (median, min,
 difference to plain), the main thread's and the other threads' CPU, and
 the phases. Exit status 1 when a run fails or a traced run writes no
