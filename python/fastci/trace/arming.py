@@ -168,11 +168,11 @@ def _same_location(entry: bytes, length: int) -> bytes:
     13 and 14 start with the line delta, a signed varint that becomes 0
     (one byte); 15 has no location."""
     code = (entry[0] >> 3) & 15
+    if 10 <= code <= 12:
+        code = 10  # the one-line forms: the delta is code - 10
     first = 0x80 | (code << 3) | (length - 1)
-    if code <= 9 or code == 15:
+    if code <= 10 or code == 15:
         return bytes((first,)) + entry[1:]
-    if code <= 12:
-        return bytes((0x80 | (10 << 3) | (length - 1),)) + entry[1:]
     k = 1
     while entry[k] & 64:  # skip the line delta's continued chunks
         k += 1

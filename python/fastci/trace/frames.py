@@ -244,6 +244,7 @@ class FrameDescriber:
         return os.path.realpath(path) if is_link else os.path.join(real, name)
 
     def _real_directory(self, directory):
+        """real_path(directory), resolved once."""
         real = self._real_dirs.get(directory)
         if real is None:
             real = self._real_dirs[directory] = self.real_path(directory)
