@@ -16,9 +16,9 @@ sitecustomize takes the start-up hook's place on PYTHONPATH in every kind
 to): it starts the sampler itself, timing the import of fastci.trace and
 the start, and at exit times the final stop and reads each thread's CPU
 from /proc/self/task/*/schedstat; in between it adds up the main thread's
-CPU in the audit hook's exec callback, in the directory listings (with
-their resolution) and code arming that callback does, and in evidence
-writes. Whole-suite figures scatter by ±10 % on shared 2-core machines; a
+CPU in the audit hook's exec callback, in judging which files lie in the
+repository (the first file of each directory: resolving and listing the
+directory) and arming code, and in evidence writes. Whole-suite figures scatter by ±10 % on shared 2-core machines; a
 process's own thread CPU much less, and the minimum over the rounds is
 printed beside the median for that reason.
 Prints, per kind: wall, CPU and page faults of the process (median, min,
@@ -41,8 +41,9 @@ from collect_overhead import interleave, parse_arguments
 
 # What the shim times in a traced process, in ms: wall time of the import of
 # fastci.trace, the start and the final stop; the main thread's CPU in the
-# exec hook (of which listing directories and arming code) and in writes.
-PHASES = ("import", "start", "stop", "exec", "listing", "arming", "write")
+# exec hook (of which judging files, by directory, and arming code) and in
+# writes.
+PHASES = ("import", "start", "stop", "exec", "judging", "arming", "write")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGE = os.path.join(ROOT, "python")
@@ -77,25 +78,30 @@ if os.environ.get("FASTCI_TRACE_TEST_ID") and os.environ.get("FASTCI_TRACE_OUT")
     t = time.perf_counter()
     from fastci.trace import process as _process
     _phases["import"] = 1e3 * (time.perf_counter() - t)
-    t = time.perf_counter()
-    _process.start_from_env()
-    _phases["start"] = 1e3 * (time.perf_counter() - t)
     # The main thread's CPU in the audit hook's exec callback, and in what
-    # it spends most on: listing directories, arming code (and the writes).
-    def _timed(owner, method, phase):
+    # it spends most on: judging files (the first file of each directory:
+    # resolving and listing the directory), arming code (and the writes).
+    def _timed(owner, method, phase, untimed=lambda self, *args: False):
         inner = getattr(owner, method)
-        def timed(*args, **kwargs):
+        def timed(self, *args, **kwargs):
+            if untimed(self, *args):
+                return inner(self, *args, **kwargs)
             t = time.thread_time()
             try:
-                return inner(*args, **kwargs)
+                return inner(self, *args, **kwargs)
             finally:
                 _phases[phase] = _phases.get(phase, 0.0) + 1e3 * (time.thread_time() - t)
         setattr(owner, method, timed)
     from fastci.trace import arming as _arming, frames as _frames, recorder as _recorder
     _timed(_recorder.FunctionRecorder, "_on_exec", "exec")
-    _timed(_frames.FrameDescriber, "_directory", "listing")
+    _timed(_frames.FrameDescriber, "in_repository_file", "judging",
+           lambda self, filename: filename.rpartition("/")[0] in self._dir_verdicts)
     _timed(_arming.Armer, "arm_in_place", "arming")
     _timed(_process.Sampler, "_write", "write")
+    # Wrapped before the start: the sampler binds some of these methods.
+    t = time.perf_counter()
+    _process.start_from_env()
+    _phases["start"] = 1e3 * (time.perf_counter() - t)
     def _stop():
         _phases["other"] = _threads()[1]
         t = time.perf_counter()

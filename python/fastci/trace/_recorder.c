@@ -36,11 +36,14 @@
  *===----------------------------------------------------------------------===*/
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <frameobject.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #if PY_VERSION_HEX >= 0x030B0000
@@ -617,9 +620,9 @@ typedef struct {
   Py_ssize_t count;
   char **events;
   PyObject *suffixes; /* tuple of str, or NULL: paths ending so are dropped */
-  PyObject *files;    /* NULL, or a one-element list holding {directory:
-                       * names}: a path whose directory and name are in it
-                       * is dropped (a list, so its owner can swap the dict) */
+  PyObject *files;    /* NULL, or a one-element list holding a set of
+                       * directories: a path in one of them is dropped (a
+                       * list, so its owner can swap the set) */
 } AuditFilter;
 
 /* The file an event is about, borrowed: the path of `open` (a str; bytes
@@ -649,23 +652,17 @@ static int dropped(AuditFilter *filter, PyObject *path) {
     if (PyUnicode_Tailmatch(path, PyTuple_GET_ITEM(filter->suffixes, i), 0,
                             length, 1) == 1)
       return 1;
-  PyObject *files = filter->files && PyList_GET_SIZE(filter->files) == 1
-                        ? PyList_GET_ITEM(filter->files, 0)
-                        : NULL;
-  if (!files || !PyDict_Check(files) || PyDict_GET_SIZE(files) == 0)
+  PyObject *directories = filter->files && PyList_GET_SIZE(filter->files) == 1
+                              ? PyList_GET_ITEM(filter->files, 0)
+                              : NULL;
+  if (!directories || !PyAnySet_Check(directories) ||
+      PySet_GET_SIZE(directories) == 0)
     return 0;
   Py_ssize_t slash = PyUnicode_FindChar(path, '/', 0, length, -1);
   if (slash <= 0)
     return 0;
-  int result = 0;
   PyObject *directory = PyUnicode_Substring(path, 0, slash);
-  PyObject *names =
-      directory ? PyDict_GetItemWithError(files, directory) : NULL;
-  if (names && PyAnySet_Check(names)) {
-    PyObject *name = PyUnicode_Substring(path, slash + 1, length);
-    result = name && PySet_Contains(names, name) == 1;
-    Py_XDECREF(name);
-  }
+  int result = directory && PySet_Contains(directories, directory) == 1;
   Py_XDECREF(directory);
   PyErr_Clear();
   return result;
@@ -695,8 +692,8 @@ static int filtered_audit_hook(const char *event, PyObject *args, void *data) {
 
 /* add_audit_hook(callback, events[, suffixes[, files]]): callback(event,
  * args) for the audit events named in the tuple \p events only, less
- * those about a path ending with one of the str \p suffixes, named in
- * the dict \p files[0] ({directory: set of names}), or no file at all
+ * those about a path ending with one of the str \p suffixes, in a
+ * directory of the set \p files[0], or about no file at all
  * (`<string>`). Like every audit hook,
  * it stays for the life of the process. */
 static PyObject *recorder_add_audit_hook(PyObject *module, PyObject *args) {
@@ -749,6 +746,52 @@ static PyObject *recorder_add_audit_hook(PyObject *module, PyObject *args) {
   if (PySys_AddAuditHook(filtered_audit_hook, filter) < 0)
     return NULL; /* the filter stays allocated: a hook may hold it */
   Py_RETURN_NONE;
+}
+
+/* links(directory): the names of the symbolic links in \p directory (a
+ * str), as a frozenset; OSError when it cannot be listed. What the
+ * describer needs of a directory whose files it judges (frames.py): one
+ * listing, and no Python object for the names that are not links, which
+ * are all of them in site-packages. */
+static PyObject *recorder_links(PyObject *module, PyObject *arg) {
+  PyObject *encoded = NULL;
+  if (!PyUnicode_FSConverter(arg, &encoded))
+    return NULL;
+  const char *path = PyBytes_AS_STRING(encoded);
+  DIR *dir = opendir(path);
+  if (!dir) {
+    PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+    Py_DECREF(encoded);
+    return NULL;
+  }
+  PyObject *names = PySet_New(NULL);
+  struct dirent *entry;
+  errno = 0;
+  while (names && (entry = readdir(dir))) {
+    int link = entry->d_type == DT_LNK;
+    if (entry->d_type == DT_UNKNOWN) { /* a file system without types */
+      struct stat st;
+      link =
+          fstatat(dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+          S_ISLNK(st.st_mode);
+    }
+    if (!link)
+      continue;
+    PyObject *name = PyUnicode_DecodeFSDefault(entry->d_name);
+    if (!name || PySet_Add(names, name) < 0)
+      Py_CLEAR(names);
+    Py_XDECREF(name);
+    errno = 0;
+  }
+  if (names && errno != 0) {
+    PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
+    Py_CLEAR(names);
+  }
+  closedir(dir);
+  Py_DECREF(encoded);
+  PyObject *result = names ? PyFrozenSet_New(names) : NULL;
+  Py_XDECREF(names);
+  return result;
 }
 
 /*===- Signals whose Python handler may never run ------------------------===*
@@ -1460,6 +1503,8 @@ static PyMethodDef module_methods[] = {
 #if PY_VERSION_HEX >= 0x030B0000
     {"hit", recorder_hit, METH_O,
      "hit(disarmed): called by armed code; records its first execution."},
+    {"links", recorder_links, METH_O,
+     "links(directory): frozenset of the names of its symbolic links."},
     {"set_const", recorder_set_const, METH_VARARGS,
      "set_const(code, index, value): replace a constant in place."},
     {"set_code", recorder_set_code, METH_VARARGS,

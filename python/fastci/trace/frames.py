@@ -109,12 +109,13 @@ class FrameDescriber:
         self._frames = {}  # (id(code), lasti) -> encoded frame or None
         self._indexes = {}  # absolute path -> {(line, name): qualname}
         self._real_dirs = {}  # directory -> its real path
-        self._listings = {}   # directory -> (its names, its links), for listed directories
-        self._dir_verdicts = {}  # absolute directory -> (files inside the repository?, names, links)
-        # absolute directory outside the repository -> the names in it that
-        # are not links: files in_repository_file() rejects without a look,
-        # whose exec events the recorder's audit hook drops in C.
-        self.outside = {}
+        # absolute directory -> (its files inside the repository?, the names
+        # of its links, or None if it cannot be listed)
+        self._dir_verdicts = {}
+        # The absolute directories outside the repository without links:
+        # every file in them lies outside, and the recorder's audit hook
+        # drops their exec events in C, before any Python runs.
+        self.outside = set()
 
     def forget_codes(self):
         """Drop what is cached per code object (a fork child's fresh start); paths stay.
@@ -185,19 +186,22 @@ class FrameDescriber:
         """in_repository() by a code object's co_filename, for code that may die.
 
         Asked for every module body a process executes (a thousand with
-        torch), from the exec audit hook: a file is judged by its directory,
-        resolved and listed once, and only a name that is a symbolic link or
-        that the listing lacks (created since) is resolved on its own."""
+        torch), from the exec audit hook, and for every module it imported
+        when it writes: a file is judged by its directory, resolved and
+        listed once for its links, and only a link is resolved on its own.
+        A link made in a directory after it was listed is judged as the
+        directory's other files (listing again, or an lstat per file,
+        would cost each judgement a system call)."""
         directory, _, name = filename.rpartition(os.sep)
         verdict = self._dir_verdicts.get(directory)
         if verdict is None and directory and filename.startswith(os.sep):
-            real, names, links = self._directory(directory)
-            real = os.path.join(real, "")
-            verdict = self._dir_verdicts[directory] = (
-                real.startswith(self._root) and not real.startswith(self._exclude), names, links)
-            if not verdict[0]:
-                self.outside[directory] = frozenset(names - links)
-        if verdict is not None and name in verdict[1] and name not in verdict[2]:
+            real = os.path.join(self._real_directory(directory), "")
+            inside = real.startswith(self._root) and not real.startswith(self._exclude)
+            links = _links(directory)
+            verdict = self._dir_verdicts[directory] = (inside, links)
+            if not inside and links is not None and not links:
+                self.outside.add(directory)
+        if verdict is not None and verdict[1] is not None and name not in verdict[1]:
             return verdict[0]
         path = self._path(filename)
         return path is not None and not path.startswith("<") and path.startswith(self._root)
@@ -236,10 +240,10 @@ class FrameDescriber:
         if not name or name in (os.curdir, os.pardir):
             return os.path.realpath(path)
         real = self._real_directory(directory)
-        listing = self._listings.get(directory)
-        if listing is not None and name in listing[0]:
-            is_link = name in listing[1]
-        else:  # not listed, or created since
+        verdict = self._dir_verdicts.get(directory)
+        if verdict is not None and verdict[1] is not None:
+            is_link = name in verdict[1]
+        else:
             is_link = os.path.islink(path)
         return os.path.realpath(path) if is_link else os.path.join(real, name)
 
@@ -249,13 +253,6 @@ class FrameDescriber:
         if real is None:
             real = self._real_dirs[directory] = self.real_path(directory)
         return real
-
-    def _directory(self, directory):
-        """(real path, names, names of links) of `directory`, listed once."""
-        listing = self._listings.get(directory)
-        if listing is None:
-            listing = self._listings[directory] = _list_links(directory)
-        return (self._real_directory(directory), *listing)
 
     def _relative(self, path):
         if path.startswith(self._root):
@@ -278,18 +275,26 @@ def is_pseudo_file(filename):
     return filename.startswith("<") and filename.endswith(">")
 
 
-def _list_links(directory):
-    """(names, names of symbolic links) in `directory`; empty if it cannot be listed."""
-    names, links = set(), set()
+def _scan_links(directory):
+    """The extension's links() in Python: the names of the links in `directory`."""
+    with os.scandir(directory) as entries:
+        return frozenset(entry.name for entry in entries if entry.is_symlink())
+
+
+_links_of = None  # links(directory): the extension's, else _scan_links; chosen at first use
+
+
+def _links(directory):
+    """The names of the symbolic links in `directory` (a frozenset), None if
+    it cannot be listed."""
+    global _links_of
+    if _links_of is None:
+        from .recorder import extension  # recorder imports this module
+        _links_of = getattr(extension(), "links", None) or _scan_links
     try:
-        with os.scandir(directory) as entries:
-            for entry in entries:
-                names.add(entry.name)
-                if entry.is_symlink():
-                    links.add(entry.name)
+        return _links_of(directory)
     except OSError:
-        pass
-    return names, links
+        return None
 
 
 def _entry_line(code, lines):

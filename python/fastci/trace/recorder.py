@@ -127,10 +127,10 @@ def add_audit_hook(callback, events, suffixes=(), files=None):
 
     Events about a file the callback would ignore can be dropped before
     it: a path (`open`'s str path, the co_filename of `exec`'s code) that
-    ends with one of `suffixes`, or whose directory and name are in
-    `files[0]`, a dict {absolute directory: set of names} its owner keeps
-    filling (`files` is a one-element list, so that the owner can swap
-    the dict), and always a name like `<string>` that is no file. Through
+    ends with one of `suffixes`, or whose directory is in `files[0]`, a
+    set of absolute directories its owner keeps filling (`files` is a
+    one-element list, so that the owner can swap the set), and always a
+    name like `<string>` that is no file. Through
     the extension's C hook where it loads: a Python hook costs a Python
     call for every audit event of the process, and on 3.11 every id() and
     frame.f_code is one. Otherwise sys.addaudithook. Either way the hook
@@ -160,9 +160,8 @@ def _dropped(args, suffixes, files):
         return True
     if suffixes and path.endswith(suffixes):
         return True
-    directory, _, name = path.rpartition("/")
-    names = files[0].get(directory) if files and directory else None
-    return isinstance(names, (set, frozenset)) and name in names
+    directories = files[0] if files else None
+    return isinstance(directories, (set, frozenset)) and path.rpartition("/")[0] in directories
 
 
 def claim_tool_id():
@@ -210,7 +209,7 @@ _armed_recorder = None
 _audit_hook_installed = False
 # The files whose exec events the audit hook drops: [the armed recorder's
 # `outside`], swapped when another recorder arms.
-_EXEC_DROPPED = [{}]
+_EXEC_DROPPED = [set()]
 
 
 def _on_audit(event, args):
@@ -228,10 +227,10 @@ class FunctionRecorder:
     given repository roots (with a trailing separator), which the extension
     uses as a cheap first filter. `in_repository_file(co_filename)` decides
     the same for code that may die (the code objects armed on 3.11; default:
-    in_repository, which must then not cache by id). `outside`, a dict
-    {absolute directory: names} that in_repository_file fills with files
-    it rejects (frames.FrameDescriber.outside), lets the audit hook drop
-    their exec events before any Python runs.
+    in_repository, which must then not cache by id). `outside`, a set of
+    absolute directories whose files in_repository_file rejects, which it
+    fills (frames.FrameDescriber.outside), lets the audit hook drop their
+    exec events before any Python runs.
     """
 
     def __init__(self, in_repository, prefixes, in_repository_file=None, outside=None):
@@ -240,7 +239,7 @@ class FunctionRecorder:
                       else lambda code: in_repository_file(code.co_filename))
         self._in_repository_file = in_repository_file
         self._prefixes = tuple(prefixes)
-        self._outside = {} if outside is None else outside
+        self._outside = set() if outside is None else outside
         self.mechanism = None
         self._ext = None
         self._tool = None

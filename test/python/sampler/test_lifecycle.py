@@ -104,29 +104,46 @@ def test_real_path_resolves_each_directory_once_and_follows_links(tmp_path):
     assert not describer.in_repository_file(str(outside / "vendored.py"))
 
 
-def test_ancestor_directories_are_resolved_without_listing_them(tmp_path, monkeypatch):
-    """Only the directory of a judged file is listed: its ancestors (/usr,
-    site-packages, ...) are resolved by one lstat each, and still through
-    a link among them."""
+@pytest.mark.parametrize("native", [True, False], ids=["extension", "python"])
+def test_only_the_directories_of_judged_files_are_listed(tmp_path, monkeypatch, native):
+    """A judged file's directory is listed once, for its links; its
+    ancestors (/usr, site-packages, ...) are resolved by one lstat each,
+    and still through a link among them; the other files of a listed
+    directory cost no system call. The extension's links() and the
+    Python scan find the same links."""
     from fastci.trace import frames
+    if native and getattr(trace_recorder.extension(), "links", None) is None:
+        pytest.skip("no _recorder extension for this interpreter")
     repo, deep = tmp_path / "repo", tmp_path / "site" / "packages" / "lib"
     (repo / "pkg").mkdir(parents=True)
     deep.mkdir(parents=True)
-    (repo / "pkg" / "a.py").write_text("")
-    (deep / "m.py").write_text("")
+    for f in (repo / "pkg" / "a.py", repo / "pkg" / "b.py", deep / "m.py", deep / "n.py"):
+        f.write_text("")
     (tmp_path / "site" / "linked").symlink_to(repo, target_is_directory=True)
+    (deep / "link.py").symlink_to(deep / "m.py")
+    (deep / "dangling.py").symlink_to(deep / "gone.py")
+    links = trace_recorder.extension().links if native else frames._scan_links
     listed = []
-    monkeypatch.setattr(frames, "_list_links",
-                        lambda d, real=frames._list_links: listed.append(d) or real(d))
+    monkeypatch.setattr(frames, "_links_of", lambda d: listed.append(d) or links(d))
+    looked_at = []
+    monkeypatch.setattr(os, "lstat", lambda p, real=os.lstat: looked_at.append(str(p)) or real(p))
     describer = frames.FrameDescriber(str(repo), str(tmp_path), str(tmp_path / "none"))
     assert not describer.in_repository_file(str(deep / "m.py"))
     assert describer.in_repository_file(str(tmp_path / "site" / "linked" / "pkg" / "a.py"))
     assert listed == [str(deep), str(tmp_path / "site" / "linked" / "pkg")]
+    assert describer._dir_verdicts[str(deep)][1] == {"link.py", "dangling.py"}
+    looked_at.clear()
+    assert not describer.in_repository_file(str(deep / "n.py"))
+    assert describer.in_repository_file(str(tmp_path / "site" / "linked" / "pkg" / "b.py"))
+    assert looked_at == [] and len(listed) == 2
+    assert describer.outside == set()  # deep has links: its files are judged one by one
+    assert frames._scan_links(str(deep)) == links(str(deep))
+    assert frames._links(str(tmp_path / "missing")) is None
 
 
 def test_in_repository_file_judges_by_directory_but_follows_file_links(tmp_path):
-    """A file is judged by its listed directory's real path; a name that is
-    a link, or that the listing lacks, is resolved on its own."""
+    """A file is judged by its listed directory's real path; a name that
+    is a link is resolved on its own."""
     from fastci.trace.frames import FrameDescriber
     repo, outside, own = tmp_path / "repo", tmp_path / "outside", tmp_path / "fastci"
     for d in (repo / "pkg", outside, own):
@@ -147,15 +164,16 @@ def test_in_repository_file_judges_by_directory_but_follows_file_links(tmp_path)
     }
     for _ in range(2):  # listed on the first round, from the listings on the second
         assert {p: describer.in_repository_file(str(p)) for p in verdicts} == verdicts
-    # What the audit hook may drop unseen: the regular files of directories
-    # outside the repository (links are judged alone), nothing inside it.
-    assert describer.outside == {str(outside): {"v.py"}, str(repo / "own_link"): {"s.py"}}
-    # Names created after their directory was listed.
+    # What the audit hook may drop unseen: the files of directories outside
+    # the repository that hold no links.
+    assert describer.outside == {str(repo / "own_link")}
+    # Names created after their directory was listed are judged as its
+    # other files, links too (the documented limit of one listing).
     (outside / "late.py").symlink_to(repo / "pkg" / "a.py")
     (repo / "pkg" / "late_out.py").symlink_to(outside / "v.py")
     (repo / "pkg" / "late.py").write_text("")
-    assert describer.in_repository_file(str(outside / "late.py"))
-    assert not describer.in_repository_file(str(repo / "pkg" / "late_out.py"))
+    assert not describer.in_repository_file(str(outside / "late.py"))
+    assert describer.in_repository_file(str(repo / "pkg" / "late_out.py"))
     assert describer.in_repository_file(str(repo / "pkg" / "late.py"))
     assert describer.repository_file(str(outside / "in.py")) == os.path.join("pkg", "a.py")
     assert describer.repository_file(str(outside / "v.py")) is None
@@ -260,32 +278,32 @@ def test_audit_hooks_see_only_the_events_they_name(tmp_path):
 
 
 def test_audit_hooks_drop_events_about_files_the_callback_ignores(tmp_path):
-    """Events whose path ends with a dropped suffix, whose directory and
-    name are in the dict held by `files` (swappable), or that name no file
-    (`<string>`: code compiled from a string), never reach the callback;
-    other names of the same directory, other directories, names that only
-    begin or end like a pseudo-file, and paths that are not str still do.
-    Both hooks, the same answers."""
+    """Events whose path ends with a dropped suffix, whose directory is in
+    the set held by `files` (swappable), or that name no file (`<string>`:
+    code compiled from a string), never reach the callback; other
+    directories (a subdirectory too), names that only begin or end like a
+    pseudo-file, and paths that are not str still do. Both hooks, the same
+    answers."""
     script = tmp_path / "drop.py"
     script.write_text(
         "import os, sys\n"
         "from fastci.trace import recorder\n"
         "seen = []\n"
-        "files = [{'/d': frozenset({'skip.json'})}]\n"
+        "files = [{'/d'}]\n"
         "recorder.add_audit_hook(lambda event, args: seen.append(args[0]), ('fastci.test',),\n"
         "                        suffixes=('.py', '.pyc'), files=files)\n"
         "code = compile('1', '/d/skip.json', 'eval')\n"
-        "for path in ('/a/m.py', '/a/m.pyc', '/a/m.pyx', '/d/skip.json', '/d/keep.json',\n"
-        "             '/e/skip.json', 'skip.json', b'/a/m.py', 7, '<string>', '<', '<x', 'x>'):\n"
+        "for path in ('/a/m.py', '/a/m.pyc', '/a/m.pyx', '/d/skip.json', '/d/sub/keep.json',\n"
+        "             '/e/keep.json', 'skip.json', b'/a/m.py', 7, '<string>', '<', '<x', 'x>'):\n"
         "    sys.audit('fastci.test', path)\n"
         "sys.audit('fastci.test', code)\n"
         "sys.audit('fastci.test', compile('1', '<frozen m>', 'eval'))\n"
-        "files[0] = {'/d': {'keep.json'}}\n"
-        "sys.audit('fastci.test', '/d/skip.json'); sys.audit('fastci.test', '/d/keep.json')\n"
-        "files[0] = {}\n"
+        "files[0] = frozenset({'/e'})\n"
+        "sys.audit('fastci.test', '/d/skip.json'); sys.audit('fastci.test', '/e/keep.json')\n"
+        "files[0] = set()\n"
         "sys.audit('fastci.test', code)\n"
         "print(repr([a if not hasattr(a, 'co_filename') else 'code' for a in seen]))\n")
-    expected = repr(["/a/m.pyx", "/d/keep.json", "/e/skip.json", "skip.json", b"/a/m.py", 7,
+    expected = repr(["/a/m.pyx", "/d/sub/keep.json", "/e/keep.json", "skip.json", b"/a/m.py", 7,
                      "<", "<x", "x>", "/d/skip.json", "code"])
     for setting, out in _run_with_each_audit_hook(script):
         assert out.strip() == expected, setting

@@ -78,7 +78,7 @@ PROCESS_BENCH = BENCH.parent / "process_overhead.py"
 def test_process_overhead_benchmark_smoke(tmp_path):
     """process_overhead.py runs a program plain and as a traced child, and
     splits the traced cost by thread and phase (the shim's import, start and
-    final stop; the exec hook with its listings and arming; the writes); a
+    final stop; the exec hook with its judging of files and arming; the writes); a
     program that fails is an error, not a figure."""
     (tmp_path / "helper.py").write_text("def total(n):\n    return sum(range(n))\n")
     (tmp_path / "child.py").write_text("import json, helper\nprint(json.dumps(helper.total(10)))\n")
@@ -95,7 +95,7 @@ def test_process_overhead_benchmark_smoke(tmp_path):
     for kind in ("traced", "traced FASTCI_TRACE_RATE=0.01"):
         line = re.search(r"  %s: +wall .*" % re.escape(kind), proc.stdout)
         assert line, proc.stdout
-        for phase in ("main", "other", "import", "start", "stop", "exec", "listing", "arming",
+        for phase in ("main", "other", "import", "start", "stop", "exec", "judging", "arming",
                       "write"):
             assert re.search(r"%s %s ms \(min %s\) [+-]" % (phase, number, number)
                              if phase in ("main", "other") else
