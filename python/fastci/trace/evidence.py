@@ -24,7 +24,6 @@ Version 1 files (stacks only) are still read.
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections import namedtuple
 
@@ -46,10 +45,11 @@ Frame.__doc__ = "One stack frame: source path, qualified name, current line."
 # records and `%` is the escape itself; CR is added so no line splitter can
 # ever cut a record. `:` is only escaped inside qualnames (see encode_frame).
 # `@` starts an entity line (version 2), so no field may begin with one.
-_ESCAPES = {c: "%%%02X" % ord(c) for c in "%; \n\r@"}
-_ESCAPE_RE = re.compile("[%; \n\r@]")
-_QUALNAME_ESCAPES = dict(_ESCAPES, **{":": "%3A"})
-_QUALNAME_ESCAPE_RE = re.compile("[%; \n\r@:]")
+# Tables for str.translate, not regular expressions: every traced process
+# writes evidence, and one that never imports `re` itself would pay 8 ms
+# for it (enum and the compiler with it).
+_ESCAPES = str.maketrans({c: "%%%02X" % ord(c) for c in "%; \n\r@"})
+_QUALNAME_ESCAPES = str.maketrans({c: "%%%02X" % ord(c) for c in "%; \n\r@:"})
 
 Evidence = namedtuple("Evidence", "header stacks functions import_functions imports reads "
                       "packages provides requires versions", defaults=(frozenset(),) * 4)
@@ -63,7 +63,6 @@ Evidence.__doc__ = ("A parsed evidence file: header dict, {stack: count}, and (v
 # Entity line tags of version 2, in the order writers emit them.
 TAG_FUNCTION, TAG_IMPORT, TAG_MODULE, TAG_READ = "@f", "@i", "@m", "@r"
 TAG_PACKAGE, TAG_PROVIDES, TAG_REQUIRES, TAG_VERSION = "@x", "@p", "@q", "@v"
-_PERCENT_RE = re.compile("%([0-9A-Fa-f]{2})")
 
 
 class EvidenceError(ValueError):
@@ -72,17 +71,20 @@ class EvidenceError(ValueError):
 
 def encode(text):
     """Percent-encode `%`, `;`, space, LF, CR and `@` in a field."""
-    return _ESCAPE_RE.sub(lambda m: _ESCAPES[m.group()], text)
+    return text.translate(_ESCAPES)
 
 
 def encode_qualname(text):
     """Like encode(), but also escapes `:` so a frame splits on its last two colons."""
-    return _QUALNAME_ESCAPE_RE.sub(lambda m: _QUALNAME_ESCAPES[m.group()], text)
+    return text.translate(_QUALNAME_ESCAPES)
 
 
 def decode(text):
     """Invert encode()/encode_qualname(): every `%XX` becomes that code point."""
-    return _PERCENT_RE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    if "%" not in text:
+        return text
+    import re  # readers only: writers never import it (see _ESCAPES)
+    return re.sub("%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), text)
 
 
 def encode_frame_prefix(path, qualname):
@@ -276,9 +278,6 @@ def read_evidence_file(path: str | os.PathLike[str]) -> Evidence:
     return parse_evidence_file(text, str(path))
 
 
-_PYSPY_FRAME_RE = re.compile(r"^(?P<name>.*) \((?P<file>.*?)(?::(?P<line>\d+))?\)$")
-
-
 def parse_pyspy_raw(text: str, filename: str = "<py-spy>") -> dict[tuple[Frame, ...], int]:
     """Parse py-spy `record --format raw` output into {tuple of Frame: count}.
 
@@ -286,6 +285,8 @@ def parse_pyspy_raw(text: str, filename: str = "<py-spy>") -> dict[tuple[Frame, 
     py-spy adds with --threads/--subprocesses (`thread (0x..)`,
     `process 12:"cmd"`) are dropped, as they carry no source location.
     """
+    import re  # readers only: writers never import it (see _ESCAPES)
+    frame_re = re.compile(r"^(?P<name>.*) \((?P<file>.*?)(?::(?P<line>\d+))?\)$")
     stacks = {}
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -296,7 +297,7 @@ def parse_pyspy_raw(text: str, filename: str = "<py-spy>") -> dict[tuple[Frame, 
             for part in body.split(";"):
                 if part.startswith("process ") or part.startswith("thread ("):
                     continue
-                m = _PYSPY_FRAME_RE.match(part)
+                m = frame_re.match(part)
                 if not m:
                     raise ValueError("frame %r is not 'name (file:line)'" % part)
                 frames.append(Frame(m.group("file"), m.group("name"),

@@ -8,12 +8,11 @@ The path is made relative to the repository root when the file lies under
 it. The qualified name is `co_qualname` on CPython 3.11+. Older versions
 lack it, so we reconstruct it statically from the source file's syntax tree
 (the same `Outer.<locals>.inner` rules CPython applies), keyed by the code's
-first line. We deliberately do not read `self`/`cls` from a sampled frame's
+first line (qualnames.py). We deliberately do not read `self`/`cls` from a sampled frame's
 f_locals: on 3.9/3.10 that snapshots every local into a dict the frame keeps,
 which extends object lifetimes (e.g. large tensors) in the code under test.
 """
 
-import ast
 import bisect
 import os
 import sys
@@ -22,57 +21,6 @@ from . import forks
 from .evidence import encode_frame_prefix
 
 _HAS_QUALNAME = sys.version_info >= (3, 11)
-
-
-class _QualnameIndex(ast.NodeVisitor):
-    """Maps (first line, name) of each function/class/lambda in a module to its qualname."""
-
-    def __init__(self):
-        self.by_line = {}
-        self._scope = []  # qualname parts, `<locals>` inserted below functions
-
-    def _record(self, node, name):
-        qualname = ".".join(self._scope + [name])
-        lines = [node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())]
-        for line in lines:  # co_firstlineno is the first decorator's line
-            self.by_line.setdefault((line, name), qualname)
-        return qualname
-
-    def _visit_scope(self, node, name, is_function):
-        self._record(node, name)
-        self._scope.append(name)
-        if is_function:
-            self._scope.append("<locals>")
-        self.generic_visit(node)
-        if is_function:
-            self._scope.pop()
-        self._scope.pop()
-
-    def visit_FunctionDef(self, node):
-        self._visit_scope(node, node.name, True)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node):
-        self._visit_scope(node, node.name, False)
-
-    def visit_Lambda(self, node):
-        self._visit_scope(node, "<lambda>", True)
-
-    def _visit_comprehension(self, node, name):
-        self._visit_scope(node, name, True)
-
-    def visit_ListComp(self, node):
-        self._visit_comprehension(node, "<listcomp>")
-
-    def visit_SetComp(self, node):
-        self._visit_comprehension(node, "<setcomp>")
-
-    def visit_DictComp(self, node):
-        self._visit_comprehension(node, "<dictcomp>")
-
-    def visit_GeneratorExp(self, node):
-        self._visit_comprehension(node, "<genexpr>")
 
 
 # Marks the innermost frame of a stack recorded at a function's entry (the
@@ -266,7 +214,8 @@ class FrameDescriber:
             return "<module>"
         index = self._indexes.get(path)
         if index is None:
-            index = self._indexes[path] = _index_file(path)
+            from .qualnames import index_file  # before 3.11 only: ast costs 3 ms to import
+            index = self._indexes[path] = index_file(path)
         return index.get((code.co_firstlineno, code.co_name), code.co_name)
 
 
@@ -350,15 +299,3 @@ def _line_table(code):
     import dis  # 3.9: a line holds from its start offset up to the next one
     ranges = list(dis.findlinestarts(code))
     return [r[0] for r in ranges], [r[1] for r in ranges]
-
-
-def _index_file(path):
-    """Build the qualname index of a source file; empty when it cannot be parsed."""
-    try:
-        with open(path, "rb") as f:
-            tree = ast.parse(f.read(), path)
-    except (OSError, SyntaxError, ValueError):
-        return {}
-    visitor = _QualnameIndex()
-    visitor.visit(tree)
-    return visitor.by_line

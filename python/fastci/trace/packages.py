@@ -23,18 +23,15 @@ installed distribution as `@v dist version`.
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from . import forks
 
-_NORMALIZE_RE = re.compile(r"[-_.]+")
-_REQUIREMENT_NAME_RE = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-
 
 def normalize(name):
     """A distribution name as PEP 503 compares it (`Foo_Bar` → `foo-bar`)."""
-    return _NORMALIZE_RE.sub("-", name).lower()
+    import re  # pytest's process only (distributions)
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _stdlib_dirs():
@@ -141,6 +138,7 @@ def distributions(names):
     pinning a distribution may move what it requires. Returns empty lists
     when importlib.metadata is unavailable.
     """
+    import re  # pytest's process only: children never import it for us
     try:
         from importlib import metadata
     except ImportError:
@@ -170,7 +168,7 @@ def distributions(names):
         for requirement in by_name[key].requires or ():
             if ";" in requirement and "extra" in requirement.split(";", 1)[1]:
                 continue  # an extra nobody asked for installs nothing
-            match = _REQUIREMENT_NAME_RE.match(requirement)
+            match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
             if not match:
                 continue
             required = normalize(match.group(1))

@@ -9,7 +9,7 @@ import pytest
 from conftest import PYTHON, PACKAGE_ROOT, clean_env, load_out, other_pythons, write
 from fastci.trace import evidence
 from fastci.trace.evidence import EvidenceError, Frame, parse_evidence, parse_pyspy_raw
-from fastci.trace.frames import _index_file
+from fastci.trace.qualnames import index_file as _index_file
 
 
 @pytest.mark.parametrize("text", ["plain", "a b;c%d\ne\rf", "%3B literal", "", "ünï cødé ;"])
