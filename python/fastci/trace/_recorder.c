@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <frameobject.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -186,6 +187,8 @@ static EvalFrame *caller_of(PyThreadState *tstate, EvalFrame *frame) {
 #endif
 }
 
+static void repository_code_ran(void);
+
 /* A repository code object not seen since reset(): record it. The stack
  * is \p innermost (the code about to run, or running) above the frames
  * from \p below outwards, the interpreter's own (no frame objects are
@@ -213,6 +216,7 @@ static int record(Recorder *self, PyCodeObject *innermost, EvalFrame *below,
     if (added < 0 ||
         (added && PyList_Append(self->functions, (PyObject *)code) < 0))
       return -1;
+    repository_code_ran();
     return 1;
   }
   int added = ptrset_add(&self->import_seen, (PyObject *)code);
@@ -958,7 +962,47 @@ typedef struct {
   size_t scratch_capacity;
   int busy; /* a capture or drain() is running: a GC callback that lets
              * another capture in meanwhile finds it busy and skips */
+  /* No ticks until repository code runs at test time (see
+   * repository_code_ran); `wake` ends the wait of a dormant thread. */
+  atomic_int dormant;
+  pthread_mutex_t wake_lock;
+  pthread_cond_t wake;
 } TickState;
+
+/* Whether repository code has run at test time in this process (a fork
+ * child inherits the answer). Until it has, every sample would be of
+ * imports, whose functions the recorder has already (import-time samples
+ * are counted, not kept, where it runs), or of code outside the
+ * repository, which no evidence line names: a Ticker made with
+ * dormant=True takes no ticks until then, and its thread wakes once a
+ * WAIT_SLICE instead of once a tick -- most of the life of a child that
+ * imports torch, where each wake-up cost the process ~0.3 ms on the VMs
+ * we measure on (docs/Evidence.md). */
+static atomic_int repository_ran;
+/* The dormant Ticker's state, if any; read and written with the GIL. */
+static TickState *dormant_ticker;
+
+static void wake_ticker(TickState *state) {
+  pthread_mutex_lock(&state->wake_lock);
+  atomic_store(&state->dormant, 0);
+  pthread_cond_signal(&state->wake);
+  pthread_mutex_unlock(&state->wake_lock);
+}
+
+/* record() found repository code running at test time. */
+static void repository_code_ran(void) {
+  if (atomic_load_explicit(&repository_ran, memory_order_relaxed))
+    return;
+  atomic_store(&repository_ran, 1);
+  TickState *state = dormant_ticker;
+  dormant_ticker = NULL;
+  if (state)
+    wake_ticker(state);
+}
+
+/* A fork child's dormant Ticker is made anew (sampler.after_fork_in_child);
+ * the parent's lock may have been held by a thread the child lacks. */
+static void forget_dormant_ticker(void) { dormant_ticker = NULL; }
 
 typedef struct {
   PyObject_HEAD TickState *state;
@@ -996,6 +1040,8 @@ static void sleep_until(double when) {
 }
 
 static void tick_state_free(TickState *state) {
+  pthread_cond_destroy(&state->wake);
+  pthread_mutex_destroy(&state->wake_lock);
   Py_CLEAR(state->sinks);
   Py_CLEAR(state->codes);
   Py_CLEAR(state->error);
@@ -1210,11 +1256,11 @@ static int tick_in_main_thread(void *arg) {
 static PyObject *Ticker_new(PyTypeObject *type, PyObject *args,
                             PyObject *kwds) {
   PyObject *sinks, *codes;
-  int main = 0;
-  static char *keywords[] = {"sinks", "codes", "main", NULL};
-  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!|p:Ticker", keywords,
+  int main = 0, dormant = 0;
+  static char *keywords[] = {"sinks", "codes", "main", "dormant", NULL};
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!|pp:Ticker", keywords,
                                    &PyList_Type, &sinks, &PyDict_Type, &codes,
-                                   &main))
+                                   &main, &dormant))
     return NULL;
   Ticker *self = (Ticker *)type->tp_alloc(type, 0);
   if (!self)
@@ -1223,6 +1269,16 @@ static PyObject *Ticker_new(PyTypeObject *type, PyObject *args,
   if (!self->state) {
     Py_DECREF(self);
     return PyErr_NoMemory();
+  }
+  pthread_condattr_t monotonic;
+  pthread_condattr_init(&monotonic);
+  pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+  pthread_cond_init(&self->state->wake, &monotonic);
+  pthread_condattr_destroy(&monotonic);
+  pthread_mutex_init(&self->state->wake_lock, NULL);
+  if (dormant && !atomic_load(&repository_ran)) {
+    atomic_store(&self->state->dormant, 1);
+    dormant_ticker = self->state;
   }
   Py_INCREF(sinks);
   Py_INCREF(codes);
@@ -1249,6 +1305,8 @@ static PyObject *Ticker_new(PyTypeObject *type, PyObject *args,
 
 static void Ticker_dealloc(Ticker *self) {
   TickState *state = self->state;
+  if (state && dormant_ticker == state)
+    dormant_ticker = NULL;
   if (state) {
     Py_CLEAR(state->sinks);
     Py_CLEAR(state->codes);
@@ -1276,6 +1334,24 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
       return;
     if (deliveries != seen)
       return;
+    if (atomic_load(&state->dormant)) {
+      if (now >= due)
+        return;
+      double wake = now + WAIT_SLICE < due ? now + WAIT_SLICE : due;
+      struct timespec until;
+      until.tv_sec = (time_t)wake;
+      until.tv_nsec = (long)((wake - (double)until.tv_sec) * 1e9);
+      if (until.tv_nsec >= 1000000000L)
+        until.tv_nsec = 999999999L;
+      pthread_mutex_lock(&state->wake_lock);
+      /* stop() is noticed within a slice, as in a sleep between ticks. */
+      if (atomic_load(&state->dormant))
+        pthread_cond_timedwait(&state->wake, &state->wake_lock, &until);
+      pthread_mutex_unlock(&state->wake_lock);
+      /* Awake: the first tick an interval from now, as for a new thread. */
+      *next_tick = monotonic_now() + interval;
+      continue;
+    }
     int main_holds =
         state->main && _PyThreadState_UncheckedGet() == state->main;
     if (now >= *next_tick) {
@@ -1431,6 +1507,19 @@ static PyObject *Ticker_stop(Ticker *self, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+/* wake(): take ticks from now on, whether repository code ran or not (the
+ * recorder that would have said so stopped working). */
+static PyObject *Ticker_wake(Ticker *self, PyObject *unused) {
+  if (dormant_ticker == self->state)
+    dormant_ticker = NULL;
+  wake_ticker(self->state);
+  Py_RETURN_NONE;
+}
+
+static PyObject *Ticker_get_dormant(Ticker *self, void *closure) {
+  return PyBool_FromLong(atomic_load(&self->state->dormant));
+}
+
 static PyObject *Ticker_get_deferred(Ticker *self, void *closure) {
   return PyLong_FromSsize_t(self->state->deferred);
 }
@@ -1460,11 +1549,15 @@ static PyMethodDef Ticker_methods[] = {
      "to sink.counts and sink.ticks."},
     {"stop", (PyCFunction)Ticker_stop, METH_NOARGS,
      "stop(): end wait() and drop queued ticks."},
+    {"wake", (PyCFunction)Ticker_wake, METH_NOARGS,
+     "wake(): take ticks from now on, if dormant."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Ticker_getset[] = {
     {"deferred", (getter)Ticker_get_deferred, NULL,
      "Ticks the main thread took, in a pending call.", NULL},
+    {"dormant", (getter)Ticker_get_dormant, NULL,
+     "Whether it waits for repository code to run at test time.", NULL},
     {"cpu", (getter)Ticker_get_cpu, NULL,
      "CPU seconds the ticks have cost: the main thread's captures and the "
      "sampling thread's clock as of its last wake-up.",
@@ -1481,8 +1574,10 @@ static PyTypeObject TickerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "fastci.trace._recorder.Ticker",
     .tp_basicsize = sizeof(Ticker),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Ticker(sinks, codes, main=False): the sampling thread's wait; "
-              "ticks that find the main thread holding the GIL are its own.",
+    .tp_doc = "Ticker(sinks, codes, main=False, dormant=False): the sampling "
+              "thread's wait; ticks that find the main thread holding the GIL "
+              "are its own; a dormant one takes none until repository code "
+              "runs at test time.",
     .tp_new = Ticker_new,
     .tp_dealloc = (destructor)Ticker_dealloc,
     .tp_methods = Ticker_methods,
@@ -1529,6 +1624,7 @@ static struct PyModuleDef recorder_module = {
 PyMODINIT_FUNC PyInit__recorder(void) {
   if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&TickerType) < 0)
     return NULL;
+  pthread_atfork(NULL, NULL, forget_dormant_ticker);
   PyObject *module = PyModule_Create(&recorder_module);
   if (!module)
     return NULL;

@@ -323,12 +323,16 @@ class Sampler:
 
         Made here, in the thread that starts sampling: when that is the main
         thread, ticks that find it holding the GIL are its own (_recorder.c).
+        Dormant where the recorder is exact: no ticks until repository code
+        runs at test time, before which a sample could only count as
+        import-time or external (_fold), never become an evidence line.
         """
         ticker = self._recorder.native_ticker
         if ticker is None:
             return None
         return ticker(self._sinks, self._codes,
-                      main=threading.current_thread() is threading.main_thread())
+                      main=threading.current_thread() is threading.main_thread(),
+                      dormant=self.coverage == "exact")
 
     def stop(self, join=True):
         """Stop the thread and write every open sink as complete.
@@ -470,6 +474,8 @@ class Sampler:
                     self._collection.setdefault(id(code), (code, importer))
                 return
             sink.exact &= working and self.coverage == "exact"
+            if not working and self._ticker is not None:
+                self._ticker.wake()  # nothing would wake a dormant one now
             for code in functions:
                 sink.functions.setdefault(id(code), code)
             for code, importer in imports:

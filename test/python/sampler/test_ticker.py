@@ -8,13 +8,14 @@ capture()'s, that each kind of tick happens where it should, and that bad
 arguments are refused.
 """
 
+import subprocess
 import sys
 import threading
 import time
 
 import pytest
 
-from conftest import parked  # also puts the package on sys.path
+from conftest import PYTHON, clean_env, parked, write  # also puts the package on sys.path
 
 from fastci.trace import config as trace_config
 from fastci.trace import recorder as trace_recorder
@@ -50,6 +51,13 @@ def _sampler(tmp_path, rate):
            trace_config.ENV_ROOT: str(tmp_path), trace_config.ENV_REVISION: "r1",
            trace_config.ENV_CALLS: "0"}
     return Sampler(trace_config.from_env(env, str(tmp_path)), cwd=str(tmp_path))
+
+
+def _start_awake(sampler):
+    """Start sampling at once: the code these tests spin is not the
+    repository's (tmp_path), so no first execution would wake the Ticker."""
+    sampler.start()
+    sampler._ticker.wake()
 
 
 def _has_code(key, codes, code):
@@ -131,7 +139,7 @@ def test_drained_samples_are_the_python_captures():
 def test_a_busy_main_thread_takes_its_own_ticks(tmp_path):
     sampler = _sampler(tmp_path, rate=200)
     sampler.begin("busy")
-    sampler.start()
+    _start_awake(sampler)
     sink = sampler._sinks[-1]
     _spin(0.4)
     ticker = sampler._ticker
@@ -154,7 +162,7 @@ def test_a_busy_main_thread_takes_its_own_ticks(tmp_path):
 def test_a_blocked_main_thread_leaves_the_ticks_to_the_sampling_thread(tmp_path):
     sampler = _sampler(tmp_path, rate=200)
     sampler.begin("blocked")
-    sampler.start()
+    _start_awake(sampler)
     sink = sampler._sinks[-1]
     worker = threading.Thread(target=_spin, args=(0.4,))
     worker.start()
@@ -188,3 +196,73 @@ def test_ticker_refuses_bad_arguments():
     start = time.monotonic()
     ticker.wait(start + 60, 1.0, start + 60)  # stopped: returns at once
     assert time.monotonic() - start < 1.0
+
+
+def test_a_dormant_ticker_waits_for_repository_code_at_test_time(tmp_path):
+    """Where the recorder is exact, the sampling thread takes no ticks until
+    repository code runs at test time: before, a sample could only count as
+    import-time or external. The first test-time execution wakes it at once
+    and for good (a later dormant Ticker starts awake); wake() ends a
+    dormancy nothing else would. A fresh process: the answer is per process."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    write(repo / "busy.py", """
+        import time
+
+        def work(seconds):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                pass
+        """)
+    driver = write(tmp_path / "driver.py", """
+        import sys, time
+        from fastci.trace import config, process, recorder
+        repo = sys.argv[1]
+        env = {config.ENV_OUT: repo + "/../out", config.ENV_RATE: "200", config.ENV_ROOT: repo,
+               config.ENV_REVISION: "r1", config.ENV_CALLS: "0"}
+        sampler = process.start(config.from_env(env, repo), "t::dormant")
+        ticker, sink = sampler._ticker, sampler._sinks[-1]
+
+        def ticks():
+            sampler._settle(sink)
+            return sink.ticks
+
+        end = time.monotonic() + 0.3
+        while time.monotonic() < end:  # not the repository's code
+            pass
+        sys.path.insert(0, repo)
+        import busy  # import time: still dormant
+        print("before", sampler.coverage, ticker.dormant, ticks())
+        busy.work(0.3)
+        print("after", ticker.dormant, ticks() > 10)
+        Ticker = recorder.extension().Ticker
+        print("later", Ticker([], {}, dormant=True).dormant)
+        process.stop()
+        """)
+    out = subprocess.run([PYTHON, str(driver), str(repo)], env=clean_env(), timeout=60,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["before exact True 0", "after False True",
+                                          "later False"], out.stdout + out.stderr
+    wake = write(tmp_path / "wake.py", """
+        import threading, time
+        from fastci.trace import recorder
+
+        class Sink:
+            counts, ticks = {}, 0
+
+        sink = Sink()
+        ticker = recorder.extension().Ticker([sink], {}, dormant=True)
+        thread = threading.Thread(target=lambda: ticker.wait(time.monotonic(), 0.01,
+                                                             time.monotonic() + 0.3))
+        thread.start()
+        time.sleep(0.1)
+        asleep = ticker.dormant
+        ticker.wake()
+        thread.join()
+        ticker.drain(sink)
+        print(asleep, ticker.dormant, sink.ticks > 5)
+        """)
+    out = subprocess.run([PYTHON, str(wake)], env=clean_env(), timeout=60,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert out.stdout.split() == ["True", "False", "True"], out.stdout + out.stderr
