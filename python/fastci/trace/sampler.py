@@ -326,6 +326,10 @@ class Sampler:
         Dormant where the recorder is exact: no ticks until repository code
         runs at test time, before which a sample could only count as
         import-time or external (_fold), never become an evidence line.
+        That holds because every way in starts sampling before the
+        program's own code runs (the start-up hook, the `run` wrapper's
+        child, pytest_configure) or in a fork child, which inherits the
+        parent's answer.
         """
         ticker = self._recorder.native_ticker
         if ticker is None:
