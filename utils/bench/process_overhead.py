@@ -18,9 +18,10 @@ the start, and at exit times the final stop and reads each thread's CPU
 from /proc/self/task/*/schedstat; in between it adds up the main thread's
 CPU in the audit hook's exec callback, in judging which files lie in the
 repository (the first file of each directory: resolving and listing the
-directory) and arming code, and in evidence writes. Whole-suite figures scatter by ±10 % on shared 2-core machines; a
-process's own thread CPU much less, and the minimum over the rounds is
-printed beside the median for that reason.
+directory) and arming code, and in evidence writes. Whole-suite figures
+scatter by ±10 % on shared 2-core machines; a process's own thread CPU
+much less, and the minimum over the rounds is printed beside the median
+for that reason.
 Prints, per kind: wall, CPU and page faults of the process (median, min,
 difference to plain), the main thread's and the other threads' CPU, and
 the phases. Exit status 1 when a run fails or a traced run writes no

@@ -1029,14 +1029,29 @@ static double monotonic_now(void) {
   return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
 }
 
+/* A monotonic_now() time as the absolute timespec the waits take. */
+static struct timespec timespec_of(double when) {
+  struct timespec at;
+  at.tv_sec = (time_t)when;
+  at.tv_nsec = (long)((when - (double)at.tv_sec) * 1e9);
+  if (at.tv_nsec >= 1000000000L)
+    at.tv_nsec = 999999999L;
+  return at;
+}
+
 static void sleep_until(double when) {
-  struct timespec until;
-  until.tv_sec = (time_t)when;
-  until.tv_nsec = (long)((when - (double)until.tv_sec) * 1e9);
-  if (until.tv_nsec >= 1000000000L)
-    until.tv_nsec = 999999999L;
+  struct timespec until = timespec_of(when);
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
     ;
+}
+
+/* Sleeps until \p when, or until repository code runs (wake_ticker). */
+static void sleep_while_dormant(TickState *state, double when) {
+  struct timespec until = timespec_of(when);
+  pthread_mutex_lock(&state->wake_lock);
+  if (atomic_load(&state->dormant))
+    pthread_cond_timedwait(&state->wake, &state->wake_lock, &until);
+  pthread_mutex_unlock(&state->wake_lock);
 }
 
 static void tick_state_free(TickState *state) {
@@ -1337,17 +1352,9 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
     if (atomic_load(&state->dormant)) {
       if (now >= due)
         return;
-      double wake = now + WAIT_SLICE < due ? now + WAIT_SLICE : due;
-      struct timespec until;
-      until.tv_sec = (time_t)wake;
-      until.tv_nsec = (long)((wake - (double)until.tv_sec) * 1e9);
-      if (until.tv_nsec >= 1000000000L)
-        until.tv_nsec = 999999999L;
-      pthread_mutex_lock(&state->wake_lock);
       /* stop() is noticed within a slice, as in a sleep between ticks. */
-      if (atomic_load(&state->dormant))
-        pthread_cond_timedwait(&state->wake, &state->wake_lock, &until);
-      pthread_mutex_unlock(&state->wake_lock);
+      sleep_while_dormant(state,
+                          now + WAIT_SLICE < due ? now + WAIT_SLICE : due);
       /* Awake: the first tick an interval from now, as for a new thread. */
       *next_tick = monotonic_now() + interval;
       continue;

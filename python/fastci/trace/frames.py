@@ -8,9 +8,10 @@ The path is made relative to the repository root when the file lies under
 it. The qualified name is `co_qualname` on CPython 3.11+. Older versions
 lack it, so we reconstruct it statically from the source file's syntax tree
 (the same `Outer.<locals>.inner` rules CPython applies), keyed by the code's
-first line (qualnames.py). We deliberately do not read `self`/`cls` from a sampled frame's
-f_locals: on 3.9/3.10 that snapshots every local into a dict the frame keeps,
-which extends object lifetimes (e.g. large tensors) in the code under test.
+first line (qualnames.py). We deliberately do not read `self`/`cls` from a
+sampled frame's f_locals: on 3.9/3.10 that snapshots every local into a dict
+the frame keeps, which extends object lifetimes (e.g. large tensors) in the
+code under test.
 """
 
 import bisect

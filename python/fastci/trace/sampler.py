@@ -40,6 +40,7 @@ watch, the rank poll.
 """
 
 import _thread
+import itertools
 import os
 import signal
 import sys
@@ -121,13 +122,9 @@ def sanitize_test_id(test_id):
     Each run of other characters becomes one `_`. Without `re`: a traced
     child that never imports it would pay 8 ms for it."""
     digest = _sha1(test_id.encode("utf-8")).hexdigest()[:10]
-    readable = []
-    for c in test_id:
-        if c in _SAFE:
-            readable.append(c)
-        elif not readable or readable[-1] != "\0":
-            readable.append("\0")
-    readable = "".join(readable).replace("\0", "_").strip("._")[:100]
+    readable = "".join("".join(run) if safe else "_"
+                       for safe, run in itertools.groupby(test_id, _SAFE.__contains__))
+    readable = readable.strip("._")[:100]
     return "%s-%s" % (readable or "test", digest)
 
 
