@@ -188,6 +188,7 @@ static EvalFrame *caller_of(PyThreadState *tstate, EvalFrame *frame) {
 }
 
 static void repository_code_ran(void);
+static void end_latency(void);
 
 /* A repository code object not seen since reset(): record it. The stack
  * is \p innermost (the code about to run, or running) above the frames
@@ -196,6 +197,7 @@ static void repository_code_ran(void);
  * -1 on error. */
 static int record(Recorder *self, PyCodeObject *innermost, EvalFrame *below,
                   PyCodeObject *code) {
+  end_latency(); /* a latent fork child has something to report now */
   int import_time = 0;
   PyCodeObject *importer = NULL;
   EvalFrame *f = below;
@@ -815,8 +817,17 @@ static PyObject *recorder_links(PyObject *module, PyObject *arg) {
 static int watched_signal;
 static struct sigaction chained_action; /* Python's, called after counting */
 static volatile sig_atomic_t deliveries;
+static volatile sig_atomic_t latent; /* see "Latent fork children" */
 
 static void count_and_chain(int signum, siginfo_t *info, void *context) {
+  if (latent) {
+    /* Nothing to write and no thread to watch: die as the program would
+     * have, without waiting for the main thread to run Python. The signal
+     * is blocked while this runs; it is taken once this returns. */
+    signal(signum, SIG_DFL);
+    raise(signum);
+    return;
+  }
   deliveries = deliveries + 1;
   if (chained_action.sa_flags & SA_SIGINFO)
     chained_action.sa_sigaction(signum, info, context);
@@ -880,6 +891,84 @@ static PyObject *recorder_die_by(PyObject *module, PyObject *args) {
   if (sigaction(signum, &fallback, NULL) < 0 || kill(getpid(), signum) < 0)
     return PyErr_SetFromErrno(PyExc_OSError);
   Py_RETURN_NONE;
+}
+
+/*===- Latent fork children ----------------------------------------------===*
+ *
+ * A fork child (a DataLoader worker, a pool worker) starts with nothing to
+ * report: the records it inherited are the parent's, and the parent
+ * reports them. Most DataLoader workers stay that way: they run the
+ * library's loop and no repository code of their own, import nothing and
+ * open no repository file. Such a child is *latent* (sampler.py): no
+ * sampling thread, no sink to write, nothing at exit. set_latent(callback)
+ * makes the process latent; the first thing that gives it something to
+ * report ends that and calls \p callback once (it starts the thread):
+ * a record (repository code run, at test or import time), an import or an
+ * exec (an audit hook, installed at the first set_latent), and, from
+ * Python, a repository file opened or a test begun. A SIGTERM that finds
+ * the child latent takes the default action at once (count_and_chain).
+ *
+ *===----------------------------------------------------------------------===*/
+
+/* The callback that ends latency; NULL when the process is not latent.
+ * Read and written with the GIL. */
+static PyObject *latent_callback;
+
+/* Ends latency: calls the callback once, keeping the caller's exception
+ * state (record() may run while an exception is being thrown into a
+ * generator). Nothing may disturb the program: a failing callback loses
+ * only the samples of the child. */
+static void end_latency(void) {
+  PyObject *callback = latent_callback;
+  if (!callback)
+    return;
+  latent_callback = NULL;
+  latent = 0;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyObject *result = PyObject_CallNoArgs(callback);
+  if (!result)
+    PyErr_Clear();
+  Py_XDECREF(result);
+  Py_DECREF(callback);
+  PyErr_Restore(type, value, traceback);
+}
+
+/* Whatever a latent process imports or executes is something to report. */
+static int latency_audit_hook(const char *event, PyObject *args, void *data) {
+  if (latent_callback &&
+      (strcmp(event, "import") == 0 || strcmp(event, "exec") == 0))
+    end_latency();
+  return 0;
+}
+
+/* set_latent(callback): the process is latent until one of the events
+ * above, which calls \p callback once; set_latent(None) ends latency
+ * without calling it. */
+static PyObject *recorder_set_latent(PyObject *module, PyObject *callback) {
+  static int hooked; /* inherited through fork, like the hook itself */
+  if (callback != Py_None && !PyCallable_Check(callback)) {
+    PyErr_SetString(PyExc_TypeError, "set_latent() wants a callable or None");
+    return NULL;
+  }
+  if (callback != Py_None && !hooked) {
+    if (PySys_AddAuditHook(latency_audit_hook, NULL) < 0)
+      return NULL;
+    hooked = 1;
+  }
+  Py_CLEAR(latent_callback);
+  latent = 0;
+  if (callback != Py_None) {
+    Py_INCREF(callback);
+    latent_callback = callback;
+    latent = 1;
+  }
+  Py_RETURN_NONE;
+}
+
+/* latent() -> bool: whether the process is latent. */
+static PyObject *recorder_latent(PyObject *module, PyObject *unused) {
+  return PyBool_FromLong(latent_callback != NULL);
 }
 
 /*===- The sampling thread's wait between ticks ---------------------------===*
@@ -1602,6 +1691,10 @@ static PyMethodDef module_methods[] = {
      "signal_deliveries() -> int: deliveries of the watched signal."},
     {"die_by", recorder_die_by, METH_VARARGS,
      "die_by(signum): take the signal's default action, from any thread."},
+    {"set_latent", recorder_set_latent, METH_O,
+     "set_latent(callback): latent until something to report; None ends it."},
+    {"latent", recorder_latent, METH_NOARGS,
+     "latent() -> bool: whether the process is latent."},
 #if PY_VERSION_HEX >= 0x030B0000
     {"hit", recorder_hit, METH_O,
      "hit(disarmed): called by armed code; records its first execution."},

@@ -242,6 +242,7 @@ class FunctionRecorder:
         self._outside = set() if outside is None else outside
         self.mechanism = None
         self._ext = None
+        self._module = None  # the extension, once a mechanism of it is installed
         self._tool = None
         self._disable = None
         self._functions = []
@@ -267,6 +268,7 @@ class FunctionRecorder:
         self.native_ticker = getattr(module, "Ticker", None)
         recorder = module.Recorder()
         recorder.configure(self._prefixes, _FIND_AND_LOAD)
+        self._module = module
         if (arming.SUPPORTED and hasattr(recorder, "arm")
                 and os.environ.get(ENV_MECHANISM) != "eval-frame"):
             return self._start_armed(module, recorder)
@@ -313,6 +315,21 @@ class FunctionRecorder:
         else:
             forks.keep(self._functions, self._imports)
             self._functions, self._imports = [], []
+
+    def wait_latent(self, callback):
+        """In a fork child: the process is latent until it records, imports or
+        executes anything, which calls `callback` once (_recorder.c, "Latent
+        fork children"). False where that cannot be told (no extension, or
+        sys.monitoring, which records in Python)."""
+        if self._ext is None or not hasattr(self._module, "set_latent"):
+            return False
+        self._module.set_latent(callback)
+        return True
+
+    def end_latency(self):
+        """End a latency begun by wait_latent() without calling its callback."""
+        if self._module is not None and hasattr(self._module, "set_latent"):
+            self._module.set_latent(None)
 
     def reset(self):
         """Start a new test: every code is recorded again at its next execution."""

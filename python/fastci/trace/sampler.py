@@ -295,6 +295,10 @@ class Sampler:
         self._ticker = None  # the running thread's _recorder.Ticker, if any
         self._ticks_charged = 0.0  # its `cpu` as settled with sinks so far
         self._failed = False
+        # A fork child with nothing to report yet: no thread, no file
+        # (after_fork_in_child); len(sys.modules) when it became latent.
+        self._latent = False
+        self._latent_modules = 0
         # Which thread may sample: stop() and start() move it on, so a thread
         # left sleeping by stop() returns when it wakes (see _run).
         self._generation = 0
@@ -346,6 +350,13 @@ class Sampler:
         time collection added to a suite whose tests start short-lived
         processes).
         """
+        if self._latent:
+            self._recorder.end_latency()
+            self._latent = False
+            if len(sys.modules) == self._latent_modules:
+                # Nothing recorded, imported, executed or opened: the child
+                # has nothing to report (_wait_latent).
+                self._sinks = []
         thread, self._thread = self._thread, None
         if thread is not None:
             with self._lock:
@@ -412,10 +423,47 @@ class Sampler:
         self._codes = {}
         self.describer.forget_codes()
         self._packages.forked()
+        self._latent = False
         if self._sinks:
             self._sinks = [self._sinks[-1].forked()]
+            if not self._wait_latent():
+                self.start()
+                self._start_burst(self._sinks[-1])
+
+    def _wait_latent(self):
+        """Make a fork child latent where the recorder is exact: no sampling
+        thread until the child has something to report, and no file if it
+        never has.
+
+        A DataLoader worker runs the library's loop: no repository code,
+        no import, no repository file. Its samples could only repeat the
+        frames it was forked from, which the parent ran and records, and
+        its thread and final write were most of what tracing cost it (3 ms
+        of CPU and ~110 page faults of a worker's ~200, docs/Evidence.md).
+        The child ends latency when it records a function, imports or
+        execs anything (_recorder.c), opens a repository file (note_open)
+        or begins a test. What it misses: samples of repository code the
+        test had already run before the fork (the recorder does not record
+        that code again, so running it ends nothing): their calling
+        contexts inside the child.
+        """
+        if self.coverage != "exact" or self._tracer is not None or self._failed:
+            return False
+        self._latent_modules = len(sys.modules)
+        self._latent = True
+        if not self._recorder.wait_latent(self._end_latency):
+            self._latent = False
+        return self._latent
+
+    def _end_latency(self):
+        """The latent child has something to report: sample it from now on."""
+        if not self._latent:
+            return
+        self._latent = False
+        try:
             self.start()
-            self._start_burst(self._sinks[-1])
+        except Exception as e:  # never let the sampler affect the program
+            self._fail("sampling stopped: %s: %s" % (type(e).__name__, e))
 
     # -- attribution -----------------------------------------------------
     def begin(self, test_id):
@@ -424,6 +472,9 @@ class Sampler:
         Must be called in the thread that runs the test: on CPython < 3.12
         that thread is the one the call burst starts in.
         """
+        if self._latent:
+            self._recorder.end_latency()
+            self._end_latency()
         self._harvest()
         sink = Sink(test_id, self.config.out)
         with self._lock:
@@ -448,6 +499,8 @@ class Sampler:
 
     def flush(self):
         """Write the innermost open sink now (complete: false)."""
+        if self._latent:
+            return  # nothing to write (_wait_latent)
         with self._lock:
             sink = self._sinks[-1] if self._sinks else None
         if sink is not None:
@@ -496,6 +549,9 @@ class Sampler:
         if relative is None or relative.startswith(self._read_excluded):
             return
         sinks[-1].reads.add(relative)
+        if self._latent:
+            self._recorder.end_latency()
+            self._end_latency()
 
     def record_call(self, sink, key, codes):
         """Add one call-burst stack (a capture()-style key) to `sink`; called by the tracer."""

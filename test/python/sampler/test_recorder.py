@@ -4,6 +4,7 @@ Drives real pytest sessions and `run`-wrapped children, reads the files back
 with the package's reader, and merges them with fastci-opt end to end.
 """
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from conftest import (PYTHON, clean_env, other_pythons, read_evidence_file, recorded,
                       run_inner_pytest, write)
+from fastci.trace import recorder as trace_recorder
 
 ROOT = Path(__file__).resolve().parents[3]
 FASTCI_OPT = Path(os.environ.get("FASTCI_BUILD_DIR", ROOT / "build")) / "bin" / "fastci-opt"
@@ -229,6 +231,60 @@ def test_fork_child_reports_only_its_own_imports(repo):
     assert "Config.scaled" in parent[0]["functions"], parent[0]
     assert "Config.scaled" not in child[0]["functions"], child[0]
     assert "linear" not in parent[0]["functions"], parent[0]
+
+
+def test_a_fork_child_with_nothing_to_report_writes_nothing(repo):
+    """A fork child stays latent (no sampling thread, no file) until it has
+    something to report: a DataLoader worker that runs only the library's
+    loop writes nothing. Running repository code new to the test, importing
+    a module or opening a repository file each end latency, and the child
+    then writes its file as any other."""
+    if trace_recorder.extension() is None:
+        pytest.skip("latency needs the recorder's extension")
+    write(repo / "data.json", '{"width": 8}')
+    write(repo / "tests" / "test_latent.py", """
+        import importlib
+        import json
+        import multiprocessing
+        import os
+        import time
+
+        from pkg import model
+
+        def test_children():
+            ctx = multiprocessing.get_context("fork")
+            pids = {}
+            for name, target, args in (("idle", time.sleep, (0.05,)),
+                                       ("runs", model.linear, (1,)),
+                                       ("imports", importlib.import_module, ("wave",)),
+                                       ("opens", open, ("data.json",))):
+                child = ctx.Process(target=target, args=args)
+                child.start()
+                child.join(60)
+                assert child.exitcode == 0, name
+                pids[name] = child.pid
+            with open(os.environ["PIDS_FILE"], "w") as f:
+                json.dump(pids, f)
+    """)
+    out, pids_file = repo / "ev", repo / "pids.json"
+    env = clean_env(PYTHONPATH=os.pathsep.join([clean_env()["PYTHONPATH"], str(repo)]),
+                    PIDS_FILE=str(pids_file))
+    proc = run_inner_pytest(repo, "--fastci-trace-out", str(out), "tests/test_latent.py", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    pids = json.loads(pids_file.read_text())
+    by_pid = {}
+    for path in sorted(out.rglob("*.stacks")):
+        evidence = read_evidence_file(path)
+        if evidence.header["test-id"] == "tests/test_latent.py::test_children":
+            by_pid[int(evidence.header["pid"])] = evidence
+    assert pids["idle"] not in by_pid, sorted(by_pid)
+    for name in ("runs", "imports", "opens"):
+        assert pids[name] in by_pid, (name, sorted(by_pid))
+        assert by_pid[pids[name]].header["complete"] == "true", name
+    assert {f.qualname for f in by_pid[pids["runs"]].functions} == {"linear"}
+    assert by_pid[pids["opens"]].reads == {"data.json"}
+    # the pytest process and the three children that had something to say
+    assert len(by_pid) == 4, sorted(by_pid)
 
 
 def test_identical_evidence_in_two_runs(repo):

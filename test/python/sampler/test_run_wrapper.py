@@ -104,6 +104,46 @@ def test_sigterm_ends_a_job_blocked_in_c_code(tmp_path):
     assert header["complete"] == "true"
 
 
+def test_sigterm_ends_a_latent_fork_child_blocked_in_c_code(tmp_path):
+    """A latent fork child (sampler._wait_latent) has no sampling thread to
+    see an unhandled SIGTERM, and nothing to write: the extension's handler
+    takes the default action at once, as untraced."""
+    if trace_recorder.extension() is None:
+        pytest.skip("latency needs the _recorder extension")
+    write(tmp_path / "forks.py", """
+        import ctypes, os, signal, time
+        system = ctypes.CDLL(None).system
+        pid = os.fork()
+        if pid == 0:
+            system(b"exec sleep 60 >/dev/null")  # retries waitpid on EINTR: no bytecode runs
+            os._exit(3)
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        print("child", pid, os.waitstatus_to_exitcode(status) if done else "alive", flush=True)
+    """)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(wrapper(out, PYTHON, "forks.py"), cwd=str(tmp_path), env=clean_env(),
+                            stdout=subprocess.PIPE, universal_newlines=True,
+                            start_new_session=True)
+    try:
+        stdout, _ = proc.communicate(timeout=60)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the orphaned sleep
+        proc.wait()
+    assert proc.returncode == 0
+    _, pid, status = stdout.split()
+    assert status == str(-signal.SIGTERM), stdout
+    # only the parent wrote: the child had nothing to report
+    (_, header, _), = load_out(out)
+    assert str(header["pid"]) != pid
+
+
 def test_sigkill_after_flush_interval_leaves_parseable_file(tmp_path, job):
     out = tmp_path / "out"
     proc = subprocess.Popen(wrapper(out, PYTHON, "job.py", "inf", flush="0.2"),
