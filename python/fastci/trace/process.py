@@ -6,7 +6,8 @@ sitecustomize hook starts it from the environment in fresh interpreters
 starts it in the pytest process. This module makes sure every way a process
 can end still leaves a complete file: atexit for normal exits, a SIGTERM
 handler that flushes and then lets the signal take its normal effect, an
-at-fork hook that gives fork children their own thread and file, and a
+at-fork hook that gives fork children their own file (and thread, once
+they have something to report: Sampler._wait_latent), and a
 multiprocessing finalizer for fork workers, which leave via os._exit() and
 so skip atexit. An audit hook (recorder.add_audit_hook: a C hook that sees
 only the events named, where the extension loads; it cannot be removed

@@ -392,7 +392,9 @@ class Sampler:
             self._packages.update()
 
     def after_fork_in_child(self):
-        """Reset for a forked child: fresh lock, fresh sink and burst for the same test id, new thread."""
+        """Reset for a forked child: fresh lock, fresh sink for the same test id, and
+        a new thread (with the call burst, where sampled-only) once the child
+        has something to report (_wait_latent)."""
         self._lock = threading.RLock()
         self._thread = None
         # The parent's ticker and its queued tick (_recorder.c ignores it here).
