@@ -197,9 +197,13 @@ class Sink:
                                              _PROCESS_TOKEN)
         self.calls_path = self.path[:-len(".stacks")] + ".calls.stacks"
 
-    def forked(self):
-        """A new sink for the same test in a fork child (same directory, own file)."""
-        return Sink(self.test_id, None, self.directory)
+    def forked(self, since=None):
+        """A new sink for the same test in a fork child (same directory, own
+        file); `since`: (time.time(), time.process_time()) at the fork."""
+        sink = Sink(self.test_id, None, self.directory)
+        if since is not None:
+            sink.start_wall, sink.start_cpu = since
+        return sink
 
 
 class SamplingThread:
@@ -299,6 +303,7 @@ class Sampler:
         # (after_fork_in_child); len(sys.modules) when it became latent.
         self._latent = False
         self._latent_modules = 0
+        self._forked_at = None  # (time.time(), time.process_time()) of a latent fork
         # Which thread may sample: stop() and start() move it on, so a thread
         # left sleeping by stop() returns when it wakes (see _run).
         self._generation = 0
@@ -355,8 +360,12 @@ class Sampler:
             self._latent = False
             if len(sys.modules) == self._latent_modules:
                 # Nothing recorded, imported, executed or opened: the child
-                # has nothing to report (_wait_latent).
+                # has nothing to report (_wait_latent). What the recorder
+                # holds is the parent's.
+                self._recorder.forget()
                 self._sinks = []
+            else:
+                self._fork_state()
         thread, self._thread = self._thread, None
         if thread is not None:
             with self._lock:
@@ -409,14 +418,27 @@ class Sampler:
         self._collection = {}
         if self._tracer is not None:
             self._tracer.after_fork_in_child()
-        # Everything here runs in every fork child (a DataLoader worker, a
-        # fork-started rank), and each page of the parent's it touches is
-        # copied: it does no more than it must. The records taken so far are
-        # the parent's, which reports them; nothing is re-armed, so the child
-        # records what it runs beyond what the test already ran. A fork
-        # child runs no module body it inherited either: the modules in
-        # sys.modules now are the parent's (its record lists those the test
-        # imported), so the child reports only what it imports itself.
+        self._latent, self._forked_at = False, None
+        if self._sinks and self._wait_latent():
+            return  # the rest waits until the child has something to report
+        self._fork_state()
+        if self._sinks:
+            self.start()
+            self._start_burst(self._sinks[-1])
+
+    def _fork_state(self):
+        """The fork child's own records, caches, package list and sink in
+        place of the parent's: at fork, or when latency ends (sys.modules
+        is still the parent's then, _wait_latent)."""
+        # Everything here runs in every fork child that has something to
+        # report (a fork-started rank, a pool worker), and each page of the
+        # parent's it touches is copied: it does no more than it must. The
+        # records taken so far are the parent's, which reports them;
+        # nothing is re-armed, so the child records what it runs beyond
+        # what the test already ran. A fork child runs no module body it
+        # inherited either: the modules in sys.modules now are the parent's
+        # (its record lists those the test imported), so the child reports
+        # only what it imports itself.
         self._recorder.forget()
         # Caches keyed by code object start empty for the same reason: the
         # child describes the few codes it samples or runs, and a lookup in
@@ -425,12 +447,8 @@ class Sampler:
         self._codes = {}
         self.describer.forget_codes()
         self._packages.forked()
-        self._latent = False
         if self._sinks:
-            self._sinks = [self._sinks[-1].forked()]
-            if not self._wait_latent():
-                self.start()
-                self._start_burst(self._sinks[-1])
+            self._sinks = [self._sinks[-1].forked(self._forked_at)]
 
     def _wait_latent(self):
         """Make a fork child latent where the recorder is exact: no sampling
@@ -440,18 +458,20 @@ class Sampler:
         A DataLoader worker runs the library's loop: no repository code,
         no import, no repository file. Its samples could only repeat the
         frames it was forked from, which the parent ran and records, and
-        its thread and final write were most of what tracing cost it (3 ms
-        of CPU and ~110 page faults of a worker's ~200, docs/Evidence.md).
-        The child ends latency when it records a function, imports or
-        execs anything (_recorder.c), opens a repository file (note_open)
-        or begins a test. What it misses: samples of repository code the
-        test had already run before the fork (the recorder does not record
-        that code again, so running it ends nothing): their calling
-        contexts inside the child.
+        its thread, its own state (_fork_state) and its final write were
+        most of what tracing cost it (docs/Evidence.md). The child ends
+        latency when it records a function, imports or execs anything
+        (_recorder.c: before the record is kept, or the import begins, so
+        sys.modules is the parent's until then), opens a repository file
+        (note_open), or begins or ends a test. What it misses: samples of
+        repository code the test had already run before the fork (the
+        recorder does not record that code again, so running it ends
+        nothing): their calling contexts inside the child.
         """
         if self.coverage != "exact" or self._tracer is not None or self._failed:
             return False
         self._latent_modules = len(sys.modules)
+        self._forked_at = (time.time(), time.process_time())
         self._latent = True
         if not self._recorder.wait_latent(self._end_latency):
             self._latent = False
@@ -463,6 +483,7 @@ class Sampler:
             return
         self._latent = False
         try:
+            self._fork_state()
             self.start()
         except Exception as e:  # never let the sampler affect the program
             self._fail("sampling stopped: %s: %s" % (type(e).__name__, e))
@@ -490,6 +511,9 @@ class Sampler:
         """Close the innermost sink (write it complete) and resume the one below."""
         if self._tracer is not None:
             self._tracer.stop_burst()
+        if self._latent:
+            self._recorder.end_latency()
+            self._end_latency()
         self._harvest()
         with self._lock:
             sink = self._sinks.pop() if self._sinks else None
@@ -550,10 +574,10 @@ class Sampler:
                 break
         if relative is None or relative.startswith(self._read_excluded):
             return
-        sinks[-1].reads.add(relative)
         if self._latent:
             self._recorder.end_latency()
             self._end_latency()
+        self._sinks[-1].reads.add(relative)
 
     def record_call(self, sink, key, codes):
         """Add one call-burst stack (a capture()-style key) to `sink`; called by the tracer."""
