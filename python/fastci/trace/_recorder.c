@@ -966,11 +966,6 @@ static PyObject *recorder_set_latent(PyObject *module, PyObject *callback) {
   Py_RETURN_NONE;
 }
 
-/* latent() -> bool: whether the process is latent. */
-static PyObject *recorder_latent(PyObject *module, PyObject *unused) {
-  return PyBool_FromLong(latent_callback != NULL);
-}
-
 /*===- The sampling thread's wait between ticks ---------------------------===*
  *
  * The sampling thread needs the GIL to capture stacks. While the main thread
@@ -1693,8 +1688,6 @@ static PyMethodDef module_methods[] = {
      "die_by(signum): take the signal's default action, from any thread."},
     {"set_latent", recorder_set_latent, METH_O,
      "set_latent(callback): latent until something to report; None ends it."},
-    {"latent", recorder_latent, METH_NOARGS,
-     "latent() -> bool: whether the process is latent."},
 #if PY_VERSION_HEX >= 0x030B0000
     {"hit", recorder_hit, METH_O,
      "hit(disarmed): called by armed code; records its first execution."},

@@ -68,15 +68,16 @@ class ExternalImports:
                 return
         sys.meta_path.append(_FailedImportFinder(self, self._stdlib or ()))
 
-    def forked(self):
-        """In a fork child: start from nothing, from now on.
+    def forked(self, mark=None):
+        """In a fork child: start from nothing, from now on (or from `mark`,
+        a modules_mark() taken at the fork).
 
         What the parent had imported is the parent's to report (its file
         for the same test lists it), and reading the parent's sets back in
         the child would copy the page of every name in them."""
         forks.keep(self.loaded, self.failed)  # not freed (forks.py)
         self.loaded, self.failed = set(), set()
-        self._mark = self._mark_fn()
+        self._mark = self._mark_fn() if mark is None else mark
 
     def update(self):
         """Take in the modules imported since the last update."""

@@ -197,12 +197,13 @@ class Sink:
                                              _PROCESS_TOKEN)
         self.calls_path = self.path[:-len(".stacks")] + ".calls.stacks"
 
-    def forked(self, since=None):
+    def forked(self, fork=None):
         """A new sink for the same test in a fork child (same directory, own
-        file); `since`: (time.time(), time.process_time()) at the fork."""
+        file); `fork`: (time.time(), time.process_time(), modules_mark())
+        at the fork, when the sink is made later."""
         sink = Sink(self.test_id, None, self.directory)
-        if since is not None:
-            sink.start_wall, sink.start_cpu = since
+        if fork is not None:
+            sink.start_wall, sink.start_cpu, sink.modules_mark = fork
         return sink
 
 
@@ -303,7 +304,7 @@ class Sampler:
         # (after_fork_in_child); len(sys.modules) when it became latent.
         self._latent = False
         self._latent_modules = 0
-        self._forked_at = None  # (time.time(), time.process_time()) of a latent fork
+        self._fork = None  # Sink.forked()'s `fork` of a latent child
         # Which thread may sample: stop() and start() move it on, so a thread
         # left sleeping by stop() returns when it wakes (see _run).
         self._generation = 0
@@ -418,7 +419,7 @@ class Sampler:
         self._collection = {}
         if self._tracer is not None:
             self._tracer.after_fork_in_child()
-        self._latent, self._forked_at = False, None
+        self._latent, self._fork = False, None
         if self._sinks and self._wait_latent():
             return  # the rest waits until the child has something to report
         self._fork_state()
@@ -446,9 +447,9 @@ class Sampler:
         # (an insertion that grows one, the whole table).
         self._codes = {}
         self.describer.forget_codes()
-        self._packages.forked()
+        self._packages.forked(self._fork[2] if self._fork is not None else None)
         if self._sinks:
-            self._sinks = [self._sinks[-1].forked(self._forked_at)]
+            self._sinks = [self._sinks[-1].forked(self._fork)]
 
     def _wait_latent(self):
         """Make a fork child latent where the recorder is exact: no sampling
@@ -471,14 +472,20 @@ class Sampler:
         if self.coverage != "exact" or self._tracer is not None or self._failed:
             return False
         self._latent_modules = len(sys.modules)
-        self._forked_at = (time.time(), time.process_time())
+        self._fork = (time.time(), time.process_time(), modules_mark())
         self._latent = True
         if not self._recorder.wait_latent(self._end_latency):
             self._latent = False
         return self._latent
 
+    def _report_from_now(self):
+        """End latency from Python: a repository file opened, a test begun or ended."""
+        self._recorder.end_latency()
+        self._end_latency()
+
     def _end_latency(self):
-        """The latent child has something to report: sample it from now on."""
+        """The latent child has something to report: sample it from now on
+        (called by the extension, or by _report_from_now)."""
         if not self._latent:
             return
         self._latent = False
@@ -496,8 +503,7 @@ class Sampler:
         that thread is the one the call burst starts in.
         """
         if self._latent:
-            self._recorder.end_latency()
-            self._end_latency()
+            self._report_from_now()
         self._harvest()
         sink = Sink(test_id, self.config.out)
         with self._lock:
@@ -512,8 +518,7 @@ class Sampler:
         if self._tracer is not None:
             self._tracer.stop_burst()
         if self._latent:
-            self._recorder.end_latency()
-            self._end_latency()
+            self._report_from_now()
         self._harvest()
         with self._lock:
             sink = self._sinks.pop() if self._sinks else None
@@ -575,8 +580,7 @@ class Sampler:
         if relative is None or relative.startswith(self._read_excluded):
             return
         if self._latent:
-            self._recorder.end_latency()
-            self._end_latency()
+            self._report_from_now()
         self._sinks[-1].reads.add(relative)
 
     def record_call(self, sink, key, codes):

@@ -256,7 +256,7 @@ def test_a_fork_child_with_nothing_to_report_writes_nothing(repo):
             pids = {}
             for name, target, args in (("idle", time.sleep, (0.05,)),
                                        ("runs", model.linear, (1,)),
-                                       ("imports", importlib.import_module, ("wave",)),
+                                       ("imports", importlib.import_module, ("pkg.lazy",)),
                                        ("opens", open, ("data.json",))):
                 child = ctx.Process(target=target, args=args)
                 child.start()
@@ -282,6 +282,7 @@ def test_a_fork_child_with_nothing_to_report_writes_nothing(repo):
         assert pids[name] in by_pid, (name, sorted(by_pid))
         assert by_pid[pids[name]].header["complete"] == "true", name
     assert {f.qualname for f in by_pid[pids["runs"]].functions} == {"linear"}
+    assert by_pid[pids["imports"]].imports == {"pkg/lazy.py"}
     assert by_pid[pids["opens"]].reads == {"data.json"}
     # the pytest process and the three children that had something to say
     assert len(by_pid) == 4, sorted(by_pid)
