@@ -273,7 +273,7 @@ LogicalResult JSONReader::getInt(const Value &value, int64_t &number) {
 }
 
 LogicalResult JSONReader::getUInt32(const Value &value, uint32_t &number) {
-  int64_t wide;
+  int64_t wide = 0; // set by getInt on success; g++ 12 cannot tell
   if (failed(getInt(value, wide)))
     return failure();
   if (wide < 0 || wide > UINT32_MAX)
