@@ -817,7 +817,9 @@ static PyObject *recorder_links(PyObject *module, PyObject *arg) {
 static int watched_signal;
 static struct sigaction chained_action; /* Python's, called after counting */
 static volatile sig_atomic_t deliveries;
-static volatile sig_atomic_t latent; /* see "Latent fork children" */
+/* latent_callback != NULL, as the signal handler may read it ("Latent fork
+ * children"). */
+static volatile sig_atomic_t latent;
 
 static void count_and_chain(int signum, siginfo_t *info, void *context) {
   if (latent) {
@@ -934,7 +936,9 @@ static void end_latency(void) {
   PyErr_Restore(type, value, traceback);
 }
 
-/* Whatever a latent process imports or executes is something to report. */
+/* Whatever a latent process imports or executes is something to report.
+ * Not an add_audit_hook() filter: that would call Python for every import
+ * for the rest of the process; this returns at one load once latency ends. */
 static int latency_audit_hook(const char *event, PyObject *args, void *data) {
   if (latent_callback &&
       (strcmp(event, "import") == 0 || strcmp(event, "exec") == 0))

@@ -301,9 +301,8 @@ class Sampler:
         self._ticks_charged = 0.0  # its `cpu` as settled with sinks so far
         self._failed = False
         # A fork child with nothing to report yet: no thread, no file
-        # (after_fork_in_child); len(sys.modules) when it became latent.
+        # (after_fork_in_child).
         self._latent = False
-        self._latent_modules = 0
         self._fork = None  # Sink.forked()'s `fork` of a latent child
         # Which thread may sample: stop() and start() move it on, so a thread
         # left sleeping by stop() returns when it wakes (see _run).
@@ -359,7 +358,7 @@ class Sampler:
         if self._latent:
             self._recorder.end_latency()
             self._latent = False
-            if len(sys.modules) == self._latent_modules:
+            if not modules_since(self._fork[2]):
                 # Nothing recorded, imported, executed or opened: the child
                 # has nothing to report (_wait_latent). What the recorder
                 # holds is the parent's.
@@ -471,7 +470,6 @@ class Sampler:
         """
         if self.coverage != "exact" or self._tracer is not None or self._failed:
             return False
-        self._latent_modules = len(sys.modules)
         self._fork = (time.time(), time.process_time(), modules_mark())
         self._latent = True
         if not self._recorder.wait_latent(self._end_latency):
