@@ -51,6 +51,7 @@ from . import calls as _calls
 from . import evidence, forks
 from . import packages as _packages
 from . import recorder as _recorder
+from .recorder import _FIND_AND_LOAD
 from .frames import ENTRY, FrameDescriber
 
 try:  # the builtin hashlib falls back to: loading OpenSSL costs every traced process 2 ms
@@ -335,14 +336,16 @@ class Sampler:
         That holds because every way in starts sampling before the
         program's own code runs (the start-up hook, the `run` wrapper's
         child, pytest_configure) or in a fork child, which inherits the
-        parent's answer.
+        parent's answer. Import-time stacks it only counts there, as _fold
+        would (the Ticker's import_samples).
         """
         ticker = self._recorder.native_ticker
         if ticker is None:
             return None
+        exact = self.coverage == "exact"
         return ticker(self._sinks, self._codes,
                       main=threading.current_thread() is threading.main_thread(),
-                      dormant=self.coverage == "exact")
+                      dormant=exact, imports=_FIND_AND_LOAD if exact else None)
 
     def stop(self, join=True):
         """Stop the thread and write every open sink as complete.

@@ -266,3 +266,148 @@ def test_a_dormant_ticker_waits_for_repository_code_at_test_time(tmp_path):
     out = subprocess.run([PYTHON, str(wake)], env=clean_env(), timeout=60,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert out.stdout.split() == ["True", "False", "True"], out.stdout + out.stderr
+
+
+def _wait_in_thread(ticker, interval, seconds):
+    """Run ticker.wait() for `seconds` from a sampling thread; its next tick."""
+    result = {}
+
+    def sampling_thread():
+        now = time.monotonic()
+        result["next"] = ticker.wait(now, interval, now + seconds)
+
+    thread = threading.Thread(target=sampling_thread)
+    thread.start()
+    thread.join(60)
+    return result["next"]
+
+
+def test_ticks_back_off_while_the_stacks_stay_the_same():
+    """A thread parked in one place gives every tick the same stack: each
+    such tick doubles the interval to the next, up to 8 intervals, and
+    counts for the intervals it stands for, so ticks and samples still
+    measure time. A changed stack restores the rate (the next test)."""
+    started, release = threading.Event(), threading.Event()
+    worker = threading.Thread(target=parked, args=(10, started, release))
+    worker.start()
+    started.wait(30)
+    sink, codes = _Sink(), {}
+    ticker = _EXTENSION.Ticker([sink], codes)
+    try:
+        _wait_in_thread(ticker, 0.01, 0.6)
+        assert ticker.drain(sink) is True
+    finally:
+        release.set()
+        worker.join(30)
+    # Ticks at 0, 0.01, 0.03, 0.07, 0.15, then every 0.08 s: 10 for 60 intervals.
+    assert 5 <= ticker.captures <= 15, ticker.captures
+    assert 40 <= sink.ticks <= 70, sink.ticks  # the intervals, on a loaded machine too
+    mine = [k for k in sink.counts if _has_code(k, codes, parked.__code__)]
+    assert len(mine) == 1 and sink.counts[mine[0]] == sink.ticks
+    # The sampling thread joined the main thread: the stacks stay the same.
+    assert ticker.stride == 1  # drained: the full rate again
+
+
+def test_changing_stacks_keep_the_full_rate():
+    stop = []
+
+    def busy():
+        while not stop:
+            _spin(0.01)
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    sink, codes = _Sink(), {}
+    ticker = _EXTENSION.Ticker([sink], codes)
+    try:
+        _wait_in_thread(ticker, 0.01, 0.5)
+        ticker.drain(sink)
+    finally:
+        stop.append(True)
+        worker.join(30)
+    # A spinning thread is rarely caught twice at one instruction.
+    assert ticker.captures >= 20 and ticker.captures >= sink.ticks * 2 // 3, \
+        (ticker.captures, sink.ticks)
+
+
+def test_a_drain_ends_the_back_off_at_once():
+    """A new sink (a test begins or ends) gets ticks at the full rate from
+    its start: drain() wakes a backed-off sampling thread, whose next tick
+    then comes an interval later instead of up to 8."""
+    started, release = threading.Event(), threading.Event()
+    worker = threading.Thread(target=parked, args=(10, started, release))
+    worker.start()
+    started.wait(30)
+    sink, codes = _Sink(), {}
+    ticker = _EXTENSION.Ticker([sink], codes)
+    result = {}
+
+    def sampling_thread():
+        now = time.monotonic()
+        ticker.wait(now, 0.25, now + 10)
+
+    thread = threading.Thread(target=sampling_thread)
+    try:
+        thread.start()
+        deadline = time.monotonic() + 30
+        while ticker.stride < 8:  # ticks at 0, 0.25, 0.75, 1.75: backed off to 2 s
+            assert time.monotonic() < deadline, ticker.stride
+            time.sleep(0.02)
+        taken = ticker.captures
+        ticker.drain(sink)
+        drained = time.monotonic()
+        while ticker.captures == taken and time.monotonic() < drained + 5:
+            time.sleep(0.01)
+        result["after"] = time.monotonic() - drained
+        ticker.stop()
+        thread.join(30)
+    finally:
+        release.set()
+        worker.join(30)
+    assert result["after"] < 1.0, result  # one interval (0.25 s), not 2 s
+
+
+def test_import_time_stacks_are_only_counted_where_the_recorder_is_exact(tmp_path):
+    """Given importlib's _find_and_load, a stack through it (or a class
+    body) goes to sink.import_samples instead of sink.counts, as _fold
+    would count it; such ticks back off even as the imports change."""
+    write(tmp_path / "fastci_slow_import.py", """
+        import threading
+        STARTED = threading.Event()
+
+        def wait_here(release):
+            STARTED.set()
+            release.wait(30)
+
+        wait_here(__import__("builtins").fastci_release)
+        """)
+    import builtins
+    release = threading.Event()
+    builtins.fastci_release = release
+    sys.path.insert(0, str(tmp_path))
+    worker = threading.Thread(target=__import__, args=("fastci_slow_import",))
+    try:
+        worker.start()
+        deadline = time.monotonic() + 30
+        while "fastci_slow_import" not in sys.modules or \
+                not sys.modules["fastci_slow_import"].STARTED.is_set():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        sink, codes = _Sink(), {}
+        sink.import_samples = 0
+        ticker = _EXTENSION.Ticker([sink], codes, imports=trace_recorder._FIND_AND_LOAD)
+        _wait_in_thread(ticker, 0.01, 0.3)
+        ticker.drain(sink)
+    finally:
+        release.set()
+        worker.join(30)
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("fastci_slow_import", None)
+        del builtins.fastci_release
+    assert sink.import_samples >= 20 and ticker.captures <= sink.import_samples // 2, \
+        (sink.import_samples, ticker.captures)
+    # Only the main thread's own stack (in join) is kept.
+    assert not any(codes[k[i]].co_filename.endswith("fastci_slow_import.py")
+                   for k in sink.counts for i in range(0, len(k), 2))
+    with pytest.raises(TypeError, match="imports must be a code object"):
+        _EXTENSION.Ticker([], {}, imports=42)
