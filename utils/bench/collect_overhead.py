@@ -13,7 +13,8 @@ installed package has it. `--peer-env KEY=VALUE` adds collect runs with
 that setting to the same rounds (several settings: separated by spaces,
 `"K1=V1 K2=V2"`), e.g. to tell the sampler's and the recorder's shares. Prints wall and CPU seconds (all the
 processes of the run) per kind, median and range, and the per-round ratio
-against the plain run beside it, with the load average before and after.
+against the plain run beside it, and the fastest run of each kind against
+the fastest plain one, with the load average before and after.
 fastci.trace is imported from this checkout (python/ on PYTHONPATH), so a
 suite that runs from its own virtual environment measures this tree's
 sampler. Exit status 1 when a run fails (the suite's own exit status other
@@ -140,6 +141,11 @@ def main():
             line += "; per round vs plain: wall %s, CPU %s" % (
                 ratio([100.0 * (a / b - 1) for a, b in zip(wall[kind], wall["plain"])]),
                 ratio([100.0 * (a / b - 1) for a, b in zip(cpu[kind], cpu["plain"])]))
+            # Load only ever slows a run down: the fastest runs are the
+            # least disturbed, a second view where rounds scatter widely.
+            line += "; fastest vs fastest: wall %+.1f%%, CPU %+.1f%%" % (
+                100.0 * (min(wall[kind]) / min(wall["plain"]) - 1),
+                100.0 * (min(cpu[kind]) / min(cpu["plain"]) - 1))
         print(line)
     shutil.rmtree(work, ignore_errors=True)
 
