@@ -22,9 +22,12 @@ directory) and arming code, and in evidence writes. Whole-suite figures
 scatter by ±10 % on shared 2-core machines; a process's own thread CPU
 much less, and the minimum over the rounds is printed beside the median
 for that reason.
-Prints, per kind: wall, CPU and page faults of the process (median, min,
-difference to plain), the main thread's and the other threads' CPU, and
-the phases. Exit status 1 when a run fails or a traced run writes no
+Fork children of multiprocessing (a DataLoader's workers) write their own
+figures (through finalizers around fastci's, since they leave by
+os._exit), which add to their kind's; other fork children are not seen.
+Prints, per kind: wall, CPU and page faults of the processes (median, min,
+difference to plain), how many processes wrote figures, the main threads'
+and the other threads' CPU, and the phases, summed over the processes. Exit status 1 when a run fails or a traced run writes no
 evidence.
 """
 import json
@@ -75,6 +78,31 @@ def _dump():
         with open(_log, "a") as f:
             f.write(json.dumps(dict(_phases, main=main)) + "\n")
 atexit.register(_dump)  # first registered: runs last
+def _forked():
+    # A fork child writes a record of its own. multiprocessing's workers
+    # (a DataLoader's) leave by os._exit, past atexit; Process._bootstrap
+    # clears the finalizers they inherited and then runs the after-fork
+    # callbacks, which register two around fastci's own (exitpriority
+    # -100): one reads the threads' CPU and starts the stop's clock, the
+    # other writes the record. Other fork children are not counted.
+    _phases.clear()
+    import sys
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.register_after_fork(_forked, _finalizers)
+def _finalizers(_):
+    import multiprocessing.util as util
+    started = []
+    def before():
+        _phases["other"] = _threads()[1]
+        started.append(time.perf_counter())
+    def after():
+        if os.environ.get("FASTCI_TRACE_TEST_ID"):
+            _phases["stop"] = 1e3 * (time.perf_counter() - started[0])
+        _dump()
+    util.Finalize(None, before, exitpriority=-99)
+    util.Finalize(None, after, exitpriority=-101)
+os.register_at_fork(after_in_child=_forked)
 if os.environ.get("FASTCI_TRACE_TEST_ID") and os.environ.get("FASTCI_TRACE_OUT"):
     t = time.perf_counter()
     from fastci.trace import process as _process
@@ -184,6 +212,7 @@ def main():
                    "cpu": 1e3 * ((after.ru_utime + after.ru_stime)
                                  - (before.ru_utime + before.ru_stime)),
                    "faults": float(after.ru_minflt - before.ru_minflt)}
+        figures["processes"] = float(len(records))
         for name in ("main", "other") + PHASES:
             values = [r[name] for r in records if name in r]
             if values:
@@ -194,7 +223,7 @@ def main():
           % (" ".join(command), args.cwd, *os.getloadavg(), os.cpu_count()), flush=True)
     order = list(kinds)
     results = interleave(order, args.rounds, run_kind)
-    units = {"faults": ""}
+    units = {"faults": "", "processes": ""}
 
     def stat(kind, name):
         values = [r[name] for r in results[kind] if name in r]
@@ -202,7 +231,7 @@ def main():
 
     for kind in order:
         parts = []
-        for name in ("wall", "cpu", "faults", "main", "other") + PHASES:
+        for name in ("wall", "cpu", "faults", "processes", "main", "other") + PHASES:
             mine, plain = stat(kind, name), stat("plain", name)
             if mine is None:
                 continue

@@ -83,7 +83,12 @@ def test_process_overhead_benchmark_smoke(tmp_path):
     final stop; the exec hook with its judging of files and arming; the writes); a
     program that fails is an error, not a figure."""
     (tmp_path / "helper.py").write_text("def total(n):\n    return sum(range(n))\n")
-    (tmp_path / "child.py").write_text("import json, helper\nprint(json.dumps(helper.total(10)))\n")
+    # A multiprocessing fork worker leaves by os._exit: its figures count too.
+    (tmp_path / "child.py").write_text(
+        "import json, multiprocessing, helper\n"
+        "worker = multiprocessing.get_context('fork').Process(target=helper.total, args=(10,))\n"
+        "worker.start()\nworker.join()\n"
+        "print(json.dumps(helper.total(10)))\n")
     proc = subprocess.run(
         [PYTHON, str(PROCESS_BENCH), "--rounds", "1", "--cwd", str(tmp_path),
          "--peer-env", "FASTCI_TRACE_RATE=0.01", "--", PYTHON, "child.py"],
@@ -94,9 +99,11 @@ def test_process_overhead_benchmark_smoke(tmp_path):
     plain = re.search(r"  plain: +wall %s ms \(min %s\); cpu .*; main %s ms" % ((number,) * 3),
                       proc.stdout)
     assert plain and "import" not in plain.group(0), proc.stdout
+    assert re.search(r"  plain: .*; processes 2\.0 \(min 2\.0\);", proc.stdout), proc.stdout
     for kind in ("traced", "traced FASTCI_TRACE_RATE=0.01"):
         line = re.search(r"  %s: +wall .*" % re.escape(kind), proc.stdout)
         assert line, proc.stdout
+        assert "; processes 2.0 (min 2.0) +0.0 / min +0.0;" in line.group(0), line.group(0)
         for phase in ("main", "other", "import", "start", "stop", "exec", "judging", "arming",
                       "write"):
             assert re.search(r"%s %s ms \(min %s\) [+-]" % (phase, number, number)
