@@ -268,6 +268,15 @@ def test_a_dormant_ticker_waits_for_repository_code_at_test_time(tmp_path):
     assert out.stdout.split() == ["True", "False", "True"], out.stdout + out.stderr
 
 
+def _park(depth):
+    """A thread parked `depth` frames deep, and the event that releases it."""
+    started, release = threading.Event(), threading.Event()
+    worker = threading.Thread(target=parked, args=(depth, started, release))
+    worker.start()
+    started.wait(30)
+    return worker, release
+
+
 def _wait_in_thread(ticker, interval, seconds):
     """Run ticker.wait() for `seconds` from a sampling thread; its next tick."""
     result = {}
@@ -287,10 +296,7 @@ def test_ticks_back_off_while_the_stacks_stay_the_same():
     such tick doubles the interval to the next, up to 8 intervals, and
     counts for the intervals it stands for, so ticks and samples still
     measure time. A changed stack restores the rate (the next test)."""
-    started, release = threading.Event(), threading.Event()
-    worker = threading.Thread(target=parked, args=(10, started, release))
-    worker.start()
-    started.wait(30)
+    worker, release = _park(10)
     sink, codes = _Sink(), {}
     ticker = _EXTENSION.Ticker([sink], codes)
     try:
@@ -334,10 +340,7 @@ def test_a_drain_ends_the_back_off_at_once():
     """A new sink (a test begins or ends) gets ticks at the full rate from
     its start: drain() wakes a backed-off sampling thread, whose next tick
     then comes an interval later instead of up to 8."""
-    started, release = threading.Event(), threading.Event()
-    worker = threading.Thread(target=parked, args=(10, started, release))
-    worker.start()
-    started.wait(30)
+    worker, release = _park(10)
     sink, codes = _Sink(), {}
     ticker = _EXTENSION.Ticker([sink], codes)
     result = {}
