@@ -181,6 +181,8 @@ class Sink:
         self.sampler_cpu = 0.0  # CPU seconds of its ticks (sampling thread, main-thread captures)
         self.start_wall = time.time()
         self.start_cpu = time.process_time()
+        self.opened = time.monotonic()  # flushes wait until it is a flush interval old
+        self.closed = False  # its final file is written (Sampler._write)
         self.functions = {}         # id(code) -> code first executed at test time
         self.import_functions = {}  # id(code) -> (code, importer code or None)
         self.import_lines = set()   # (encoded module path, frame) of import-time samples
@@ -258,6 +260,10 @@ class Sampler:
         # because pytest's output capture would hide it inside a test's output.
         self.report = _report_on_stderr
         self._lock = threading.RLock()
+        # Orders the writes of one sink: a flush the sampling thread began
+        # must not land after the final file (re-entrant: a SIGTERM
+        # handler's final writes may interrupt the main thread's).
+        self._write_lock = threading.RLock()
         self._sinks = []
         self._codes = {}  # id(code) -> code for every code in a recorded stack
         self.describer = FrameDescriber(config.root, cwd or os.getcwd(), _PACKAGE_DIR)
@@ -408,6 +414,7 @@ class Sampler:
         a new thread (with the call burst, where sampled-only) once the child
         has something to report (_wait_latent)."""
         self._lock = threading.RLock()
+        self._write_lock = threading.RLock()
         self._thread = None
         # The parent's ticker and its queued tick (_recorder.c ignores it here).
         forks.keep(self._ticker)
@@ -653,7 +660,9 @@ class Sampler:
                     self._dist_rank = _torch_distributed_rank()
                 if now >= next_flush and sink is not None:
                     next_flush = now + self.config.flush
-                    self._write(sink, complete=False)
+                    # A sink younger than that has nothing a flush must save.
+                    if now - sink.opened >= self.config.flush:
+                        self._write(sink, complete=False)
         except Exception as e:  # never let the sampler affect the test
             self._fail("sampler stopped: %s: %s" % (type(e).__name__, e))
 
@@ -706,17 +715,29 @@ class Sampler:
 
     # -- output ----------------------------------------------------------
     def _write(self, sink, complete, scope="test"):
+        """Write `sink`'s file: a flush (complete=False) or its final one.
+
+        Both replace the same file. A flush that finds the final file
+        written writes nothing: rendered before it and replaced after it,
+        a flush would leave the sink incomplete for good (a test's
+        functions cut to those of its first milliseconds).
+        """
         if self._failed and complete is False:
             return
-        try:
-            if scope == "test":
-                self._harvest()
-            samples, calls = self._render(sink, complete, scope)
-            if calls is not None:
-                evidence.write_atomic(sink.calls_path, calls)
-            evidence.write_atomic(sink.path, samples)
-        except Exception as e:
-            self._fail("cannot write %s: %s" % (sink.path, e))
+        with self._write_lock:
+            if sink.closed and complete is False:
+                return
+            if complete:
+                sink.closed = True
+            try:
+                if scope == "test":
+                    self._harvest()
+                samples, calls = self._render(sink, complete, scope)
+                if calls is not None:
+                    evidence.write_atomic(sink.calls_path, calls)
+                evidence.write_atomic(sink.path, samples)
+            except Exception as e:
+                self._fail("cannot write %s: %s" % (sink.path, e))
 
     def _fold(self, raw, lines, sink=None):
         """Add raw capture()-style stacks to `lines`, keyed by their encoded text.

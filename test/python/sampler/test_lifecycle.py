@@ -5,7 +5,9 @@
   when the sampler is started again at once;
 * the modules a sink imported are found from a mark on sys.modules, without
   touching the entries before it (a fork child would copy every page that
-  holds one), and a mark that left sys.modules over-reports, never omits.
+  holds one), and a mark that left sys.modules over-reports, never omits;
+* a flush never replaces a sink's final file, and only a sink a flush
+  interval old is flushed.
 
 The Ticker's captures are test_ticker.py's.
 """
@@ -60,6 +62,55 @@ def test_stop_does_not_join_a_sleeping_thread_and_restart_samples_once(tmp_path)
     sampler.end()
     sampler.stop()
     assert (tmp_path / "out").is_dir()
+
+
+def _sampler_flushing(tmp_path, flush):
+    env = {trace_config.ENV_OUT: str(tmp_path / "out"), trace_config.ENV_RATE: "50",
+           trace_config.ENV_ROOT: str(tmp_path), trace_config.ENV_REVISION: "r1",
+           trace_config.ENV_CALLS: "0", trace_config.ENV_FLUSH: flush}
+    return Sampler(trace_config.from_env(env, str(tmp_path)), cwd=str(tmp_path))
+
+
+def _complete(sink):
+    with open(sink.path) as f:
+        return [line for line in f if line.startswith("# complete:")]
+
+
+def test_a_flush_never_replaces_the_final_file(tmp_path):
+    """A flush the sampling thread began before a test ended must not land
+    after the test's final file: that left a record `complete: false`,
+    cut to the functions of its first milliseconds (seen in a replay)."""
+    sampler = _sampler_flushing(tmp_path, "5")
+    sampler.begin("t")
+    sink = sampler._sinks[-1]
+    sampler.end()
+    assert _complete(sink) == ["# complete: true\n"]
+    sampler._write(sink, complete=False)  # the late flush
+    assert _complete(sink) == ["# complete: true\n"]
+    sampler.stop()
+
+
+def test_only_sinks_a_flush_interval_old_are_flushed(tmp_path):
+    """The periodic flush saves what a long test has seen in case the
+    process dies; a test younger than the interval has nothing it must
+    save, however soon the sampler's own flush comes due."""
+    sampler = _sampler_flushing(tmp_path, "0.3")
+    sampler.start()
+    sampler._ticker and sampler._ticker.wake()  # tmp_path code never wakes it
+    time.sleep(0.5)  # the sampler's first flush is due
+    sampler.begin("young")
+    young = sampler._sinks[-1]
+    time.sleep(0.1)
+    assert not os.path.exists(young.path)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(young.path):
+        assert time.monotonic() < deadline, "never flushed"
+        time.sleep(0.05)
+    assert time.monotonic() - young.opened >= 0.3
+    assert _complete(young) == ["# complete: false\n"]
+    sampler.end()
+    assert _complete(young) == ["# complete: true\n"]
+    sampler.stop()
 
 
 def test_modules_since_a_mark_are_the_later_imports(tmp_path, monkeypatch):

@@ -151,7 +151,7 @@ def test_a_busy_main_thread_takes_its_own_ticks(tmp_path):
         assert ticker.deferred == 0  # 3.9/3.10: the sampling thread takes every tick
     else:
         # Pure Python holds the GIL nearly all the time: most ticks are queued.
-        assert ticker.deferred >= 20 and ticker.deferred >= sink.ticks // 2
+        assert ticker.deferred >= 20 and ticker.deferred >= ticker.captures // 2
         assert ticker.main_cpu > 0
     assert sink.ticks >= 20
     spun = sum(n for k, n in counts.items() if _has_code(k, sampler._codes, _spin.__code__))
@@ -331,9 +331,10 @@ def test_changing_stacks_keep_the_full_rate():
     finally:
         stop.append(True)
         worker.join(30)
-    # A spinning thread is rarely caught twice at one instruction.
-    assert ticker.captures >= 20 and ticker.captures >= sink.ticks * 2 // 3, \
-        (ticker.captures, sink.ticks)
+    # Backed off throughout, 0.5 s would take 9 ticks; a spinning thread is
+    # caught at the same instruction twice now and then (where it drops
+    # the GIL), which backs off one tick.
+    assert ticker.captures >= 20, (ticker.captures, sink.ticks)
 
 
 def test_a_drain_ends_the_back_off_at_once():
