@@ -40,6 +40,8 @@ llvm::StringRef fastci::stringifySelectionRule(SelectionRule rule) {
     return "parse-error";
   case SelectionRule::MissingEvidence:
     return "missing-evidence";
+  case SelectionRule::IncompleteEvidence:
+    return "incomplete-evidence";
   case SelectionRule::StaleEvidence:
     return "stale-evidence";
   case SelectionRule::UnverifiedEvidence:
@@ -152,6 +154,8 @@ private:
   StaticReach reach;
   std::vector<Verdict> verdicts;
   std::vector<EvidenceState> states;
+  /// Per test: a record of it says `complete = false`.
+  std::vector<bool> incomplete;
   /// Tests whose stale evidence names a symbol (code since changed).
   llvm::StringMap<std::vector<TestId>> staleUsers;
   /// The stale symbols that name no entity at head (code deleted, renamed or
@@ -198,6 +202,13 @@ private:
 
 LogicalResult Selector::readEvidenceStates() {
   states.resize(module.getNumTests());
+  incomplete.assign(module.getNumTests(), false);
+  for (const EvidenceRecord &record : module.getEvidence())
+    if (const Attribute *complete =
+            record.attrs.lookup(evidence::attr::kComplete);
+        complete && complete->isBool() && !complete->getBool() &&
+        record.test != kNoTest)
+      incomplete[record.test] = true;
   bool ok = true;
   for (const Test &test : module.getTests()) {
     if (std::optional<EvidenceState> state = getEvidenceTrust(test, graph)) {
@@ -449,6 +460,11 @@ void Selector::applyTestRules() {
     // runs when a rule that needs its static view selects it.
     if (numRepresented[test.index])
       continue;
+    if (options.selectIncomplete && incomplete[test.index])
+      verdict.offer(SelectionRule::IncompleteEvidence, [] {
+        return std::string("its evidence is incomplete: a process of it ended "
+                           "before its final write");
+      });
     switch (states[test.index]) {
     case EvidenceState::Missing:
       if (options.selectMissing)

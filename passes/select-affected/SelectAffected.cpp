@@ -50,6 +50,11 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
   Option<bool> missing{*this, "missing",
                        llvm::cl::desc("Select tests without evidence"),
                        llvm::cl::init(true)};
+  Option<bool> incomplete{
+      *this, "incomplete",
+      llvm::cl::desc("Select tests a process of which left incomplete "
+                     "evidence (ended before its final write)"),
+      llvm::cl::init(true)};
   Option<bool> stale{*this, "stale",
                      llvm::cl::desc("Select tests whose evidence is stale"),
                      llvm::cl::init(true)};
@@ -96,6 +101,9 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
                          "errors"};
   Statistic byMissing{this, "rule-missing-evidence",
                       "Tests selected for lack of evidence"};
+  Statistic byIncomplete{this, "rule-incomplete-evidence",
+                         "Tests selected because a process left incomplete "
+                         "evidence"};
   Statistic byStale{this, "rule-stale-evidence",
                     "Tests selected because their evidence is stale"};
   Statistic byUnverified{this, "rule-unverified-evidence",
@@ -135,6 +143,7 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
     options.selectChangedTests = changedTests;
     options.selectChangedTestFiles = changedTestFiles;
     options.selectMissing = missing;
+    options.selectIncomplete = incomplete;
     options.selectStale = stale;
     options.selectUnverified = unverified;
     options.selectReferenced = referenced;
@@ -153,7 +162,7 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
     numUnreached += stats.unreachedChanges;
     Statistic *byRule[] = {
         &byPolicyAll,     &byChangedTest, &byParseError,
-        &byMissing,       &byStale,       &byUnverified,
+        &byMissing,       &byIncomplete,  &byStale,       &byUnverified,
         &byReferenced,    &byReadsFile,   &byImportsDependency,
         &byImportTime,    &byModuleName,  &byModuleCode,
         &bySampledCaller, &byStaticReach, &bySamePackage,

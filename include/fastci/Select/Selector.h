@@ -37,6 +37,9 @@ enum class SelectionRule : uint8_t {
   ParseError,
   /// The test has no evidence.
   MissingEvidence,
+  /// A process of the test ended before its final evidence write (killed,
+  /// crashed): the record holds only what an earlier flush saw.
+  IncompleteEvidence,
   /// Code the test ran has changed since its evidence was recorded.
   StaleEvidence,
   /// The evidence was recorded at another revision and could not be
@@ -101,6 +104,8 @@ struct SelectOptions {
   bool selectChangedTestFiles = true;
   /// Select tests without evidence.
   bool selectMissing = true;
+  /// Select tests a process of which left incomplete evidence.
+  bool selectIncomplete = true;
   /// Select tests whose evidence is stale.
   bool selectStale = true;
   /// Select tests whose evidence is unverified rather than trusting it.
