@@ -203,6 +203,7 @@ private:
 LogicalResult Selector::readEvidenceStates() {
   states.resize(module.getNumTests());
   incomplete.assign(module.getNumTests(), false);
+  // The IR verifier has checked that `complete` is a bool (its AttrDecl).
   for (const EvidenceRecord &record : module.getEvidence())
     if (const Attribute *complete =
             record.attrs.lookup(evidence::attr::kComplete);

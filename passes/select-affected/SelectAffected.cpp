@@ -161,12 +161,12 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
     numChanges += stats.changes;
     numUnreached += stats.unreachedChanges;
     Statistic *byRule[] = {
-        &byPolicyAll,     &byChangedTest, &byParseError,
-        &byMissing,       &byIncomplete,  &byStale,       &byUnverified,
-        &byReferenced,    &byReadsFile,   &byImportsDependency,
-        &byImportTime,    &byModuleName,  &byModuleCode,
-        &bySampledCaller, &byStaticReach, &bySamePackage,
-        &byTestEntry,     &byExecutes};
+        &byPolicyAll,         &byChangedTest,   &byParseError,
+        &byMissing,           &byIncomplete,    &byStale,
+        &byUnverified,        &byReferenced,    &byReadsFile,
+        &byImportsDependency, &byImportTime,    &byModuleName,
+        &byModuleCode,        &bySampledCaller, &byStaticReach,
+        &bySamePackage,       &byTestEntry,     &byExecutes};
     static_assert(std::size(byRule) == kNumSelectionRules - 1,
                   "one statistic per selecting rule");
     for (auto [index, statistic] : llvm::enumerate(byRule))
