@@ -147,7 +147,6 @@ typedef struct {
   PyObject *imports;     /* list: (code, importer code or None) since take() */
   PyObject *prefixes;    /* tuple of str: repository path prefixes */
   PyObject *import_code; /* importlib._bootstrap._find_and_load.__code__ */
-  PyObject *module_name; /* "<module>" */
   int armed_mode;        /* 3.11: armed code objects call hit() */
   PyObject *disarmed;    /* list: (weakref to function, armed, disarmed code) */
 } Recorder;
@@ -195,6 +194,15 @@ static void end_latency(void);
  * from \p below outwards, the interpreter's own (no frame objects are
  * created). Returns 1 for a test-time first execution, 0 for import time,
  * -1 on error. */
+/* Whether a frame running \p code puts its stack at import time: it is
+ * importlib's _find_and_load (\p import_code), or a class body, which runs
+ * when its module is imported (recorder.classify_codes). */
+static int marks_import_time(PyCodeObject *code, PyObject *import_code) {
+  return (PyObject *)code == import_code ||
+         (!(code->co_flags & CO_OPTIMIZED) &&
+          PyUnicode_CompareWithASCIIString(code->co_name, "<module>") != 0);
+}
+
 static int record(Recorder *self, PyCodeObject *innermost, EvalFrame *below,
                   PyCodeObject *code) {
   end_latency(); /* a latent fork child has something to report now */
@@ -203,15 +211,11 @@ static int record(Recorder *self, PyCodeObject *innermost, EvalFrame *below,
   EvalFrame *f = below;
   for (PyCodeObject *c = innermost; c;
        c = f ? FRAME_CODE(f) : NULL, f = f ? FRAME_BACK(f) : NULL) {
-    if ((PyObject *)c == self->import_code)
+    /* A module or class body (or exec'd source). */
+    if (!(c->co_flags & CO_OPTIMIZED) && !importer)
+      importer = c == innermost ? code : c;
+    if (marks_import_time(c, self->import_code))
       import_time = 1;
-    if (!(c->co_flags & CO_OPTIMIZED)) {
-      /* A module or class body (or exec'd source). */
-      if (!importer)
-        importer = c == innermost ? code : c;
-      if (PyUnicode_Compare(c->co_name, self->module_name) != 0)
-        import_time = 1; /* class bodies run when their module is imported */
-    }
   }
   if (!import_time) {
     int added = ptrset_add(&self->seen, (PyObject *)code);
@@ -513,11 +517,10 @@ static PyObject *Recorder_new(PyTypeObject *type, PyObject *args,
   self->imports = PyList_New(0);
   self->prefixes = PyTuple_New(0);
   self->disarmed = PyList_New(0);
-  self->module_name = PyUnicode_InternFromString("<module>");
   Py_INCREF(Py_None);
   self->import_code = Py_None;
   if (!self->functions || !self->imports || !self->prefixes ||
-      !self->disarmed || !self->module_name) {
+      !self->disarmed) {
     Py_DECREF(self);
     return NULL;
   }
@@ -531,7 +534,6 @@ static void Recorder_dealloc(Recorder *self) {
   Py_XDECREF(self->imports);
   Py_XDECREF(self->prefixes);
   Py_XDECREF(self->import_code);
-  Py_XDECREF(self->module_name);
   Py_XDECREF(self->disarmed);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1234,11 +1236,17 @@ static int walk_frames(TickState *state, PyThreadState *tstate, size_t *at) {
   return 0;
 }
 
+/* FNV-1a, a word at a time: the stack hashes and a tick's hash of them. */
+static const uint64_t FNV_OFFSET = 1469598103934665603ull;
+static uint64_t fnv_mix(uint64_t h, uint64_t value) {
+  return (h ^ value) * 1099511628211ull;
+}
+
 static uint64_t stack_hash(const FramePoint *points, Py_ssize_t depth) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a over the pairs */
+  uint64_t h = FNV_OFFSET;
   for (Py_ssize_t i = 0; i < depth; ++i) {
-    h = (h ^ (uint64_t)(uintptr_t)points[i].code) * 1099511628211ull;
-    h = (h ^ (uint64_t)(uint32_t)points[i].lasti) * 1099511628211ull;
+    h = fnv_mix(h, (uint64_t)(uintptr_t)points[i].code);
+    h = fnv_mix(h, (uint64_t)(uint32_t)points[i].lasti);
   }
   return h;
 }
@@ -1306,17 +1314,12 @@ static int count_stack(TickState *state, const FramePoint *points,
   return 0;
 }
 
-/* Whether a sampled stack runs at import time: importlib's _find_and_load
- * or a class body is on it (recorder.classify_codes). */
+/* Whether a sampled stack runs at import time (marks_import_time). */
 static int import_time(TickState *state, const FramePoint *points,
                        Py_ssize_t depth) {
-  for (Py_ssize_t i = 0; i < depth; ++i) {
-    PyCodeObject *code = points[i].code;
-    if ((PyObject *)code == state->import_code ||
-        (!(code->co_flags & CO_OPTIMIZED) &&
-         PyUnicode_CompareWithASCIIString(code->co_name, "<module>") != 0))
+  for (Py_ssize_t i = 0; i < depth; ++i)
+    if (marks_import_time(points[i].code, state->import_code))
       return 1;
-  }
   return 0;
 }
 
@@ -1347,7 +1350,7 @@ static int tick_capture(TickState *state) {
       state->scratch[header].lasti = (int)(end - start);
   }
   int stride = atomic_load(&state->stride);
-  uint64_t seen = 1469598103934665603ull;
+  uint64_t seen = FNV_OFFSET;
   for (size_t at = 0; result == 0 && at < end;) {
     Py_ssize_t depth = state->scratch[at].lasti;
     const FramePoint *points = state->scratch + at + 1;
@@ -1359,7 +1362,7 @@ static int tick_capture(TickState *state) {
       /* count_stack() copies what it keeps: the scratch buffer may move. */
       result = count_stack(state, points, depth, hash, stride);
     }
-    seen = (seen ^ hash) * 1099511628211ull;
+    seen = fnv_mix(seen, hash);
     at += 1 + depth;
   }
   if (result == 0) {
