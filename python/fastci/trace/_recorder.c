@@ -1522,16 +1522,27 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
      * interval from now at the latest. */
     if (atomic_exchange(&state->nudged, 0) && *next_tick > now + interval)
       *next_tick = now + interval;
+    int main_holds =
+        state->main && _PyThreadState_UncheckedGet() == state->main;
+    /* Housekeeping needs the GIL: it waits for a moment the main thread
+     * does not hold it, up to HOUSEKEEPING_LATE (taking it from the main
+     * thread is CPython's timed wait, ~1 ms of CPU here). */
+    int housekeeping_now =
+        now >= due && (!main_holds || now >= due + HOUSEKEEPING_LATE);
     if (atomic_load(&state->dormant)) {
-      if (now >= due)
+      /* A child importing torch holds the GIL for most of a second or
+       * two: returning each time housekeeping fell due cost its thread ~1
+       * ms a slice (docs/Evidence.md). */
+      if (housekeeping_now)
         return;
-      sleep_until(state, now + WAIT_SLICE < due ? now + WAIT_SLICE : due);
+      double wake = now + WAIT_SLICE;
+      if (now < due && due < wake)
+        wake = due;
+      sleep_until(state, wake);
       /* Awake: the first tick an interval from now, as for a new thread. */
       *next_tick = monotonic_now() + interval;
       continue;
     }
-    int main_holds =
-        state->main && _PyThreadState_UncheckedGet() == state->main;
     if (now >= *next_tick) {
       if (!main_holds) {
         /* The GIL is free, or another thread's for at most a switch
@@ -1563,7 +1574,7 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
       if (*next_tick <= now)
         *next_tick = now + step; /* fell behind: do not burst */
     }
-    if (now >= due && (!main_holds || now >= due + HOUSEKEEPING_LATE))
+    if (housekeeping_now)
       return;
     int backed_off = atomic_load(&state->stride) > 1;
     double wake = now + (backed_off ? BACKOFF_SLICE : WAIT_SLICE);

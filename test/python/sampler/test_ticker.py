@@ -268,6 +268,45 @@ def test_a_dormant_ticker_waits_for_repository_code_at_test_time(tmp_path):
     assert out.stdout.split() == ["True", "False", "True"], out.stdout + out.stderr
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11),
+                    reason="3.9/3.10: the Ticker cannot tell the GIL's holder")
+def test_dormant_housekeeping_waits_for_the_main_thread_to_let_go_of_the_gil(tmp_path):
+    """A dormant Ticker returns for housekeeping (which needs the GIL) at a
+    moment the main thread does not hold it, or HOUSEKEEPING_LATE (1 s)
+    after it fell due: taking the GIL from a busy main thread costs both
+    threads a switch, and a child importing torch would pay one every 0.1 s
+    (docs/Evidence.md). A fresh process: dormancy is per process."""
+    driver = write(tmp_path / "driver.py", """
+        import threading, time
+        from fastci.trace import recorder
+
+        class Sink:
+            counts, ticks = {}, 0
+
+        ticker = recorder.extension().Ticker([Sink()], {}, main=True, dormant=True)
+        took = {}
+
+        def sampling_thread(name):
+            start = time.monotonic()
+            ticker.wait(start, 0.02, start + 0.05)
+            took[name] = time.monotonic() - start
+
+        thread = threading.Thread(target=sampling_thread, args=("busy",))
+        thread.start()
+        end = time.monotonic() + 0.6
+        while time.monotonic() < end:  # holds the GIL but at switch intervals
+            pass
+        thread.join()
+        thread = threading.Thread(target=sampling_thread, args=("idle",))
+        thread.start()
+        thread.join()  # without the GIL
+        print(ticker.dormant, took["busy"] >= 0.5, took["idle"] < 0.5, took)
+        """)
+    out = subprocess.run([PYTHON, str(driver)], env=clean_env(), timeout=60,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert out.stdout.split()[:3] == ["True", "True", "True"], out.stdout + out.stderr
+
+
 def _park(depth):
     """A thread parked `depth` frames deep, and the event that releases it."""
     started, release = threading.Event(), threading.Event()
