@@ -1541,6 +1541,10 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
       sleep_until(state, wake);
       /* Awake: the first tick an interval from now, as for a new thread. */
       *next_tick = monotonic_now() + interval;
+      /* Woken: the housekeeping a dormant thread was spared (the rank
+       * poll) is due within a slice, as for a thread awake all along. */
+      if (!atomic_load(&state->dormant) && due > now + WAIT_SLICE)
+        due = now + WAIT_SLICE;
       continue;
     }
     if (now >= *next_tick) {
@@ -1597,8 +1601,10 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
  * either itself, or through the main thread when that holds the GIL; up to
  * BACKOFF_LIMIT intervals apart while they back off) and
  * sleeps without the GIL in between. Times are time.monotonic() seconds.
- * Returns when `due` has passed and the main thread does not hold the GIL,
- * or HOUSEKEEPING_LATE after it regardless, when the watched signal
+ * Returns when `due` has passed (a WAIT_SLICE after a dormant Ticker woke,
+ * at the latest) and the main
+ * thread does not hold the GIL, or HOUSEKEEPING_LATE after it regardless,
+ * when the watched signal
  * arrives, and after stop(); with the time of the next tick. */
 static PyObject *Ticker_wait(Ticker *self, PyObject *args) {
   double next_tick, interval, due;

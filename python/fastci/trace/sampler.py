@@ -621,9 +621,12 @@ class Sampler:
                 if ticker is not None:
                     # Takes the ticks in C and sleeps without the GIL; ticks
                     # that find the main thread holding it are the main
-                    # thread's (_recorder.c). Back here for housekeeping.
-                    next_tick = ticker.wait(next_tick, interval,
-                                            min(next_flush, now + _HOUSEKEEPING))
+                    # thread's (_recorder.c). Back here for housekeeping;
+                    # while dormant only for a flush: there is no rank to
+                    # poll before repository code runs, and the wait
+                    # returns by itself for stop() and a SIGTERM.
+                    due = next_flush if ticker.dormant else min(next_flush, now + _HOUSEKEEPING)
+                    next_tick = ticker.wait(next_tick, interval, due)
                 else:
                     # time.sleep: one GIL release and one re-acquire per
                     # wake-up, the cheapest wait in Python (an Event's

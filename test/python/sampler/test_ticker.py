@@ -253,8 +253,14 @@ def test_a_dormant_ticker_waits_for_repository_code_at_test_time(tmp_path):
 
         sink = Sink()
         ticker = recorder.extension().Ticker([sink], {}, dormant=True)
-        thread = threading.Thread(target=lambda: ticker.wait(time.monotonic(), 0.01,
-                                                             time.monotonic() + 0.3))
+
+        def sampling_thread():  # as the sampler's: back after housekeeping
+            end = time.monotonic() + 0.4
+            next_tick = time.monotonic()
+            while time.monotonic() < end:
+                next_tick = ticker.wait(next_tick, 0.01, end)
+
+        thread = threading.Thread(target=sampling_thread)
         thread.start()
         time.sleep(0.1)
         asleep = ticker.dormant
@@ -275,7 +281,8 @@ def test_dormant_housekeeping_waits_for_the_main_thread_to_let_go_of_the_gil(tmp
     moment the main thread does not hold it, or HOUSEKEEPING_LATE (1 s)
     after it fell due: taking the GIL from a busy main thread costs both
     threads a switch, and a child importing torch would pay one every 0.1 s
-    (docs/Evidence.md). A fresh process: dormancy is per process."""
+    (docs/Evidence.md). Woken, it returns within a slice (WAIT_SLICE). A
+    fresh process: dormancy is per process."""
     driver = write(tmp_path / "driver.py", """
         import threading, time
         from fastci.trace import recorder
@@ -300,11 +307,25 @@ def test_dormant_housekeeping_waits_for_the_main_thread_to_let_go_of_the_gil(tmp
         thread = threading.Thread(target=sampling_thread, args=("idle",))
         thread.start()
         thread.join()  # without the GIL
-        print(ticker.dormant, took["busy"] >= 0.5, took["idle"] < 0.5, took)
+        # Woken, it returns within a slice however far `due` was (the
+        # sampler passes a dormant Ticker only its next flush).
+        woken = recorder.extension().Ticker([Sink()], {}, dormant=True)
+
+        def woken_thread():
+            start = time.monotonic()
+            woken.wait(start, 0.02, start + 5.0)
+            took["woken"] = time.monotonic() - start
+
+        thread = threading.Thread(target=woken_thread)
+        thread.start()
+        time.sleep(0.1)
+        woken.wake()
+        thread.join()
+        print(ticker.dormant, took["busy"] >= 0.5, took["idle"] < 0.5, took["woken"] < 1.0, took)
         """)
     out = subprocess.run([PYTHON, str(driver)], env=clean_env(), timeout=60,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert out.stdout.split()[:3] == ["True", "True", "True"], out.stdout + out.stderr
+    assert out.stdout.split()[:4] == ["True", "True", "True", "True"], out.stdout + out.stderr
 
 
 def _park(depth):
