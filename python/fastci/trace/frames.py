@@ -155,6 +155,57 @@ class FrameDescriber:
         path = self._path(filename)
         return path is not None and not path.startswith("<") and path.startswith(self._root)
 
+    @property
+    def judged(self):
+        """How many directories have been resolved and judged so far (a pair)."""
+        return len(self._real_dirs), len(self._dir_verdicts)
+
+    def verdicts_text(self):
+        """What this describer has judged of directories, for a child process
+        to start from (load_verdicts).
+
+        A child that imports what its parent imported (torch, the
+        repository's packages) would judge the same directories again:
+        resolving and listing them, 8-10 ms of each interpreter a test
+        starts (docs/Evidence.md). The text names the root and the excluded
+        directory the verdicts hold for; then one line per resolved
+        directory (`R`, the directory, its real path) and per judged one
+        (`J`, the directory, 1 if inside, the names of its links),
+        tab-separated. Names with a tab or a newline are left out: the child
+        judges them itself."""
+        lines = [VERDICTS_HEADER, self._root, self._exclude]
+        for directory, real in self._real_dirs.items():
+            if not _has_separators(directory, real):
+                lines.append("R\t%s\t%s" % (directory, real))
+        for directory, (inside, links) in self._dir_verdicts.items():
+            if links is not None and not _has_separators(directory, *links):
+                lines.append("\t".join(["J", directory, "1" if inside else "0"] + sorted(links)))
+        return "\n".join(lines) + "\n"
+
+    def load_verdicts(self, text):
+        """Take in a parent's verdicts_text() (at start, before any judging);
+        returns how many directories it judged, 0 if the text was made for
+        another root or excluded directory, or is not a verdicts text.
+
+        A directory judged in the parent is judged as it was then: a link
+        made in it since is missed, as within one process (in_repository_file)."""
+        lines = text.split("\n")
+        if lines[:3] != [VERDICTS_HEADER, self._root, self._exclude]:
+            return 0
+        judged = 0
+        for line in lines[3:]:
+            fields = line.split("\t")
+            if fields[0] == "R" and len(fields) == 3:
+                self._real_dirs.setdefault(fields[1], fields[2])
+            elif fields[0] == "J" and len(fields) >= 3 and fields[2] in ("0", "1"):
+                directory, inside, links = fields[1], fields[2] == "1", frozenset(fields[3:])
+                if directory not in self._dir_verdicts:
+                    self._dir_verdicts[directory] = (inside, links)
+                    if not inside and not links:
+                        self.outside.add(directory)
+                    judged += 1
+        return judged
+
     def repository_file(self, filename):
         """The root-relative real path of `filename` if in_repository_file(), else None."""
         if not self.in_repository_file(filename):
@@ -220,9 +271,17 @@ class FrameDescriber:
         return index.get((code.co_firstlineno, code.co_name), code.co_name)
 
 
+# First line of a verdicts file (FrameDescriber.verdicts_text): the format.
+VERDICTS_HEADER = "fastci-verdicts 1"
+
+
 def is_pseudo_file(filename):
     """Whether a co_filename names no file: `<string>`, `<frozen ...>` (code compiled from a string)."""
     return filename.startswith("<") and filename.endswith(">")
+
+
+def _has_separators(*fields):
+    return any("\t" in field or "\n" in field for field in fields)
 
 
 def _scan_links(directory):

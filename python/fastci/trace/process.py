@@ -13,7 +13,8 @@ so skip atexit. An audit hook (recorder.add_audit_hook: a C hook that sees
 only the events named, where the extension loads; it cannot be removed
 again, so it checks for a running sampler first) records the repository
 files each test opens for reading, and refreshes the rank a child inherits
-right before the process starts one (see sampler.own_ranks).
+right before the process starts one (see sampler.own_ranks), and the
+directories it has judged (Sampler.export_verdicts).
 """
 
 from __future__ import annotations
@@ -138,6 +139,11 @@ def _on_audit(event, args):
     elif event in _SPAWN_EVENTS:
         from .sampler import export_ranks
         export_ranks(os.environ)
+        try:
+            if event != "os.fork":  # a fork child has the parent's verdicts
+                sampler.export_verdicts(os.environ)
+        except Exception:
+            pass  # a judgement the parent made while another thread was judging
         try:
             for path in _spawned_files(event, args):
                 sampler.note_open(path)

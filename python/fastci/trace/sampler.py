@@ -267,6 +267,10 @@ class Sampler:
         self._sinks = []
         self._codes = {}  # id(code) -> code for every code in a recorded stack
         self.describer = FrameDescriber(config.root, cwd or os.getcwd(), _PACKAGE_DIR)
+        # The directories a parent judged (export_verdicts), before the
+        # recorder's exec hook judges any.
+        self._verdicts_exported = None
+        self._load_verdicts(os.environ.get(ENV_VERDICTS))
         roots = {os.path.join(config.root, ""), os.path.join(os.path.realpath(config.root), "")}
         self._recorder = _recorder.FunctionRecorder(self.describer.in_repository, sorted(roots),
                                                     self.describer.in_repository_file,
@@ -716,6 +720,31 @@ class Sampler:
             except Exception:
                 pass
 
+    # -- children --------------------------------------------------------
+    def export_verdicts(self, environ):
+        """Hand the interpreters this process starts from now on the
+        directories it has judged (frames.FrameDescriber.verdicts_text):
+        written to a file under the output directory when there are new
+        ones, named in `environ` (ENV_VERDICTS). A child started with an
+        environment of its own judges every directory itself."""
+        judged = self.describer.judged
+        if judged == self._verdicts_exported:
+            return
+        path = os.path.join(self.config.out, VERDICTS_DIR,
+                            "%d-%d.verdicts" % (os.getpid(), sum(judged)))
+        evidence.write_atomic(path, self.describer.verdicts_text())
+        environ[ENV_VERDICTS] = path
+        self._verdicts_exported = judged
+
+    def _load_verdicts(self, path):
+        if not path:
+            return
+        try:
+            with open(path, encoding="utf-8") as f:
+                self.describer.load_verdicts(f.read())
+        except (OSError, UnicodeDecodeError):
+            pass  # judged here, as without a parent's verdicts
+
     # -- output ----------------------------------------------------------
     def _write(self, sink, complete, scope="test"):
         """Write `sink`'s file: a flush (complete=False) or its final one.
@@ -935,6 +964,10 @@ def _report_on_stderr(message):
 
 ENV_PARENT_RANK = "FASTCI_TRACE_PARENT_RANK"
 ENV_PARENT_LOCAL_RANK = "FASTCI_TRACE_PARENT_LOCAL_RANK"
+# The verdicts file of the parent process (Sampler.export_verdicts), and
+# the folder of the output directory such files go to.
+ENV_VERDICTS = "FASTCI_TRACE_VERDICTS"
+VERDICTS_DIR = "_verdicts"
 
 
 def own_ranks(environ):
