@@ -756,6 +756,155 @@ static PyObject *recorder_add_audit_hook(PyObject *module, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+#if PY_VERSION_HEX >= 0x030B0000
+/* The lines of a code object's instructions, read from its location table
+ * (the format of CPython 3.11 and 3.12, Objects/locations.md): each entry
+ * starts with a byte with bit 7 set, whose bits 3-6 say how the line moves
+ * (15: the entry has no line). Calls visit(line, data) for each entry
+ * that has one; stops early when it returns nonzero. Reads the table in
+ * place: no Python object is made or referenced (in a fork child each
+ * reference would copy a page of the parent's). */
+static int signed_varint(const uint8_t **at, const uint8_t *end) {
+  unsigned int byte = *(*at)++, value = byte & 63, shift = 0;
+  while ((byte & 64) && *at < end) {
+    byte = *(*at)++;
+    shift += 6;
+    value |= (byte & 63) << shift;
+  }
+  return (value & 1) ? -(int)(value >> 1) : (int)(value >> 1);
+}
+
+static void for_each_line(PyCodeObject *code, int (*visit)(int, void *),
+                          void *data) {
+  const uint8_t *at = (const uint8_t *)PyBytes_AS_STRING(code->co_linetable);
+  const uint8_t *end = at + PyBytes_GET_SIZE(code->co_linetable);
+  int line = code->co_firstlineno;
+  while (at < end) {
+    int kind = (*at >> 3) & 15;
+    const uint8_t *next = at + 1;
+    if (kind == 13 || kind == 14) /* no columns, long form */
+      line += signed_varint(&next, end);
+    else if (kind == 11 || kind == 12) /* one-line forms */
+      line += kind - 10;
+    if (kind != 15 && visit(line, data))
+      return;
+    for (at = next; at < end && !(*at & 128); ++at)
+      ;
+  }
+}
+
+static int keep_max(int line, void *data) {
+  if (line > *(int *)data)
+    *(int *)data = line;
+  return 0;
+}
+
+/* The last line of a code object (at least its first). */
+static int last_line(PyCodeObject *code) {
+  int last = code->co_firstlineno;
+  for_each_line(code, keep_max, &last);
+  return last;
+}
+
+typedef struct {
+  int first;  /* co_firstlineno */
+  int *lines; /* its own lines past it */
+  size_t count, capacity;
+  int failed;
+} LineSet;
+
+static int keep_later(int line, void *data) {
+  LineSet *set = data;
+  if (line <= set->first)
+    return 0;
+  if (set->count == set->capacity) {
+    size_t capacity = set->capacity ? 2 * set->capacity : 64;
+    int *grown = PyMem_Realloc(set->lines, capacity * sizeof(int));
+    if (!grown) {
+      set->failed = 1;
+      return 1;
+    }
+    set->lines = grown;
+    set->capacity = capacity;
+  }
+  set->lines[set->count++] = line;
+  return 0;
+}
+
+static int compare_ints(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* A nested code object: its first line, and its last once needed. */
+typedef struct {
+  int first;
+  int last; /* 0: not computed yet */
+  PyCodeObject *code;
+} Nested;
+
+static int compare_nested(const void *a, const void *b) {
+  return compare_ints(&((const Nested *)a)->first, &((const Nested *)b)->first);
+}
+
+/* entry_line(code) -> int: frames._entry_line() in C, without reading the
+ * line table into Python objects: the first line of the code's own
+ * instructions past co_firstlineno outside every nested code object, else
+ * co_firstlineno; 0 for a module body. A fork child describes each
+ * function it ran this way at its final write. */
+static PyObject *recorder_entry_line(PyObject *module, PyObject *arg) {
+  if (!PyCode_Check(arg)) {
+    PyErr_SetString(PyExc_TypeError, "entry_line() needs a code object");
+    return NULL;
+  }
+  PyCodeObject *code = (PyCodeObject *)arg;
+  if (PyUnicode_CompareWithASCIIString(code->co_name, "<module>") == 0)
+    return PyLong_FromLong(0);
+  LineSet own = {.first = code->co_firstlineno};
+  for_each_line(code, keep_later, &own);
+  Py_ssize_t consts = PyTuple_GET_SIZE(code->co_consts);
+  Nested *nested = PyMem_Malloc((consts ? consts : 1) * sizeof(Nested));
+  if (own.failed || !nested) {
+    PyMem_Free(own.lines);
+    PyMem_Free(nested);
+    return PyErr_NoMemory();
+  }
+  size_t count = 0;
+  for (Py_ssize_t i = 0; i < consts; ++i) {
+    PyObject *item = PyTuple_GET_ITEM(code->co_consts, i);
+    if (PyCode_Check(item))
+      nested[count++] = (Nested){((PyCodeObject *)item)->co_firstlineno, 0,
+                                 (PyCodeObject *)item};
+  }
+  qsort(own.lines, own.count, sizeof(int), compare_ints);
+  qsort(nested, count, sizeof(Nested), compare_nested);
+  int result = code->co_firstlineno;
+  for (size_t i = 0; i < own.count; ++i) {
+    int line = own.lines[i];
+    if (i && line == own.lines[i - 1])
+      continue;
+    /* Nested codes starting at or before `line`, the closest first. */
+    size_t k = count;
+    while (k > 0 && nested[k - 1].first > line)
+      --k;
+    int inside = 0;
+    while (k-- > 0 && !inside) {
+      if (!nested[k].last)
+        nested[k].last = last_line(nested[k].code);
+      inside = nested[k].first == line || line <= nested[k].last;
+    }
+    if (!inside) {
+      result = line;
+      break;
+    }
+  }
+  PyMem_Free(own.lines);
+  PyMem_Free(nested);
+  return PyLong_FromLong(result);
+}
+
+#endif
+
 /* links(directory): the names of the symbolic links in \p directory (a
  * str), as a frozenset; OSError when it cannot be listed. What the
  * describer needs of a directory whose files it judges (frames.py): one
@@ -1830,6 +1979,9 @@ static PyMethodDef module_methods[] = {
      "hit(disarmed): called by armed code; records its first execution."},
     {"links", recorder_links, METH_O,
      "links(directory): frozenset of the names of its symbolic links."},
+    {"entry_line", recorder_entry_line, METH_O,
+     "entry_line(code) -> int: the line a stack recorded at its entry "
+     "names (frames._entry_line)."},
     {"set_const", recorder_set_const, METH_VARARGS,
      "set_const(code, index, value): replace a constant in place."},
     {"set_code", recorder_set_code, METH_VARARGS,

@@ -91,14 +91,12 @@ class FrameDescriber:
 
     def line(self, code, lasti):
         """The source line of bytecode offset `lasti` in `code` (what f_lineno reports), 0 if none."""
-        if lasti == ENTRY and code.co_name == "<module>":
-            return 0  # merge-evidence maps line 0 to the module itself
+        if lasti == ENTRY:
+            return _entry_line_of(code)
         table = self._lines.get(id(code))
         if table is None:
             table = self._lines[id(code)] = _line_table(code)
         starts, lines = table
-        if lasti == ENTRY:
-            return _entry_line(code, lines)
         if lasti < 0:  # not started yet
             return code.co_firstlineno
         i = bisect.bisect_right(starts, lasti) - 1
@@ -304,6 +302,20 @@ def _links(directory):
         return _links_of(directory)
     except OSError:
         return None
+
+
+def _python_entry_line(code):
+    return _entry_line(code, _line_table(code)[1])
+
+
+def _entry_line_of(code):
+    """_entry_line() of `code`: the extension's, which reads the line table
+    in place (at a fork child's final write, each Python object made from
+    the parent's code objects costs copied pages), else in Python."""
+    global _entry_line_of
+    from .recorder import extension  # recorder imports this module
+    _entry_line_of = getattr(extension(), "entry_line", None) or _python_entry_line
+    return _entry_line_of(code)
 
 
 def _entry_line(code, lines):

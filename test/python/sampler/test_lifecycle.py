@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 
@@ -420,3 +421,52 @@ def test_fork_child_caches_are_replaced_not_freed(tmp_path):
     assert imports.loaded == set()
     kept = [id(obj) for objects in forks._KEPT for obj in objects]
     assert all(id(table) in kept for table in tables + (loaded,))
+
+
+def test_the_extensions_entry_line_is_the_python_one():
+    """frames._entry_line() in C (it reads the location table in place) and
+    in Python name the same line for every code object of a sample of the
+    standard library, and for decorated functions, lambdas and class bodies
+    nested in one another; the C one refuses what is not code."""
+    import argparse
+    import asyncio.tasks
+    import dataclasses
+    import types
+    from fastci.trace import frames
+    entry_line = getattr(trace_recorder.extension(), "entry_line", None)
+    if entry_line is None:
+        pytest.skip("no _recorder extension with entry_line here")
+    nested = compile(textwrap.dedent("""
+        @decorator(lambda x: x,
+                   other)
+        def decorated(a=lambda: 1):
+            '''doc'''
+
+            def inner(): return 2
+            x = [y for y in a]
+            return inner
+
+        class Body:
+            @property
+            def p(self): return 1
+            z = 3
+
+            class Inner:
+                pass
+        """), "nested.py", "exec")
+    checked = 0
+    for module_code in [nested] + [compile(open(m.__file__, encoding="utf-8").read(), m.__file__,
+                                           "exec") for m in (argparse, asyncio.tasks, dataclasses)]:
+        stack = [module_code]
+        while stack:
+            code = stack.pop()
+            stack.extend(c for c in code.co_consts if type(c) is types.CodeType)
+            assert entry_line(code) == frames._python_entry_line(code), code.co_qualname
+            checked += 1
+    assert checked > 300
+    lines = {c.co_name: entry_line(c) for c in nested.co_consts if type(c) is types.CodeType}
+    # Past its decorators, def line, nested def and comprehension; past the
+    # property and its decorator.
+    assert (lines["decorated"], lines["Body"]) == (9, 14)
+    with pytest.raises(TypeError):
+        entry_line("not code")
