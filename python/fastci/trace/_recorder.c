@@ -1656,10 +1656,13 @@ static void Ticker_dealloc(Ticker *self) {
  * thread holding the GIL for it, and returns when the sampling thread must
  * run Python (see Ticker_wait); *next_tick moves on. */
 static void wait_for_tick(TickState *state, PyThreadState *self,
-                          double *next_tick, double interval, double due,
-                          sig_atomic_t seen) {
+                          double *next_tick, double interval, double awake_due,
+                          double dormant_due, sig_atomic_t seen) {
   for (;;) {
     double now = monotonic_now();
+    /* Read each time: a Ticker woken meanwhile has its housekeeping due. */
+    int dormant = atomic_load(&state->dormant);
+    double due = dormant ? dormant_due : awake_due;
     atomic_store(&state->thread_cpu, thread_cpu_ns());
     /* Finalizing: the pending-call queue goes away soon; taking the GIL
      * would end this thread anyway. */
@@ -1678,7 +1681,7 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
      * thread is CPython's timed wait, ~1 ms of CPU here). */
     int housekeeping_now =
         now >= due && (!main_holds || now >= due + HOUSEKEEPING_LATE);
-    if (atomic_load(&state->dormant)) {
+    if (dormant) {
       /* A child importing torch holds the GIL for most of a second or
        * two: returning each time housekeeping fell due cost its thread ~1
        * ms a slice (docs/Evidence.md). */
@@ -1690,10 +1693,6 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
       sleep_until(state, wake);
       /* Awake: the first tick an interval from now, as for a new thread. */
       *next_tick = monotonic_now() + interval;
-      /* Woken: the housekeeping a dormant thread was spared (the rank
-       * poll) is due within a slice, as for a thread awake all along. */
-      if (!atomic_load(&state->dormant) && due > now + WAIT_SLICE)
-        due = now + WAIT_SLICE;
       continue;
     }
     if (now >= *next_tick) {
@@ -1745,20 +1744,22 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
   }
 }
 
-/* wait(next_tick, interval, due) -> next_tick. Called by the sampling
- * thread: takes the ticks at next_tick, next_tick + interval, ... (each
- * either itself, or through the main thread when that holds the GIL; up to
- * BACKOFF_LIMIT intervals apart while they back off) and
- * sleeps without the GIL in between. Times are time.monotonic() seconds.
- * Returns when `due` has passed (a WAIT_SLICE after a dormant Ticker woke,
- * at the latest) and the main
- * thread does not hold the GIL, or HOUSEKEEPING_LATE after it regardless,
- * when the watched signal
- * arrives, and after stop(); with the time of the next tick. */
+/* wait(next_tick, interval, due, dormant_due=due) -> next_tick. Called by
+ * the sampling thread: takes the ticks at next_tick, next_tick + interval,
+ * ... (each either itself, or through the main thread when that holds the
+ * GIL; up to BACKOFF_LIMIT intervals apart while they back off) and sleeps
+ * without the GIL in between. Times are time.monotonic() seconds. Returns
+ * when housekeeping is due -- `due`, or `dormant_due` while the Ticker is
+ * dormant -- and the main thread does not hold the GIL, or
+ * HOUSEKEEPING_LATE after it regardless; when the watched signal arrives;
+ * and after stop(); with the time of the next tick. */
 static PyObject *Ticker_wait(Ticker *self, PyObject *args) {
-  double next_tick, interval, due;
-  if (!PyArg_ParseTuple(args, "ddd:wait", &next_tick, &interval, &due))
+  double next_tick, interval, due, dormant_due = -1;
+  if (!PyArg_ParseTuple(args, "ddd|d:wait", &next_tick, &interval, &due,
+                        &dormant_due))
     return NULL;
+  if (PyTuple_GET_SIZE(args) < 4)
+    dormant_due = due;
   if (!(interval > 0)) {
     PyErr_SetString(PyExc_ValueError, "interval must be positive");
     return NULL;
@@ -1767,7 +1768,8 @@ static PyObject *Ticker_wait(Ticker *self, PyObject *args) {
   state->skip = PyThread_get_thread_ident();
   sig_atomic_t seen = deliveries;
   PyThreadState *self_state = PyEval_SaveThread();
-  wait_for_tick(state, self_state, &next_tick, interval, due, seen);
+  wait_for_tick(state, self_state, &next_tick, interval, due, dormant_due,
+                seen);
   PyEval_RestoreThread(self_state);
   return PyFloat_FromDouble(next_tick);
 }
@@ -1911,8 +1913,9 @@ static PyObject *Ticker_get_error(Ticker *self, void *closure) {
 
 static PyMethodDef Ticker_methods[] = {
     {"wait", (PyCFunction)Ticker_wait, METH_VARARGS,
-     "wait(next_tick, interval, due) -> next_tick: take the ticks until "
-     "`due`, sleeping without the GIL."},
+     "wait(next_tick, interval, due, dormant_due=due) -> next_tick: take "
+     "the ticks until housekeeping is due (`dormant_due` while dormant), "
+     "sleeping without the GIL."},
     {"drain", (PyCFunction)Ticker_drain, METH_O,
      "drain(sink) -> bool: hand the samples and ticks since the last drain "
      "to sink.counts, sink.ticks and sink.import_samples; ticks resume the "

@@ -629,8 +629,8 @@ class Sampler:
                     # while dormant only for a flush: there is no rank to
                     # poll before repository code runs, and the wait
                     # returns by itself for stop() and a SIGTERM.
-                    due = next_flush if ticker.dormant else min(next_flush, now + _HOUSEKEEPING)
-                    next_tick = ticker.wait(next_tick, interval, due)
+                    next_tick = ticker.wait(next_tick, interval,
+                                            min(next_flush, now + _HOUSEKEEPING), next_flush)
                 else:
                     # time.sleep: one GIL release and one re-acquire per
                     # wake-up, the cheapest wait in Python (an Event's
