@@ -41,6 +41,7 @@
 #include <fcntl.h>
 #include <frameobject.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -971,6 +972,10 @@ static volatile sig_atomic_t deliveries;
 /* latent_callback != NULL, as the signal handler may read it ("Latent fork
  * children"). */
 static volatile sig_atomic_t latent;
+/* The semaphore the sampling thread last waited on (the Ticker section):
+ * a delivery posts it, so that the thread sees the signal now rather than
+ * at its next planned wake-up. Never freed, so any value is safe here. */
+static sem_t *_Atomic sleeping_wake;
 
 static void count_and_chain(int signum, siginfo_t *info, void *context) {
   if (latent) {
@@ -982,6 +987,9 @@ static void count_and_chain(int signum, siginfo_t *info, void *context) {
     return;
   }
   deliveries = deliveries + 1;
+  sem_t *wake = atomic_load(&sleeping_wake);
+  if (wake)
+    sem_post(wake); /* async-signal-safe */
   if (chained_action.sa_flags & SA_SIGINFO)
     chained_action.sa_sigaction(signum, info, context);
   else if (chained_action.sa_handler != SIG_DFL &&
@@ -1227,10 +1235,11 @@ typedef struct {
    * are only counted, in import_samples; else NULL. */
   PyObject *import_code;
   Py_ssize_t import_samples; /* since the last drain() */
-  /* `wake` ends a sleep early once `nudged` is set (nudge()). */
+  /* Posting `wake` ends the sampling thread's sleep (nudge(), stop(), a
+   * signal delivery); `nudged` says a nudge() came. The semaphore is never
+   * freed: a signal handler may post it at any time (sleeping_wake). */
   atomic_int nudged;
-  pthread_mutex_t wake_lock;
-  pthread_cond_t wake;
+  sem_t *wake;
 } TickState;
 
 /* Whether repository code has run at test time in this process (a fork
@@ -1238,10 +1247,10 @@ typedef struct {
  * imports, whose functions the recorder has already (import-time samples
  * are counted, not kept, where it runs), or of code outside the
  * repository, which no evidence line names: a Ticker made with
- * dormant=True takes no ticks until then, and its thread wakes once a
- * WAIT_SLICE instead of once a tick -- most of the life of a child that
- * imports torch, where each wake-up cost the process ~0.3 ms on the VMs
- * we measure on (docs/Evidence.md). */
+ * dormant=True takes no ticks until then, and its thread sleeps until
+ * housekeeping is due (a flush), a nudge() or a signal -- most of the life
+ * of a child that imports torch, where each wake-up cost the process
+ * 0.3-1 ms on the VMs we measure on (docs/Evidence.md). */
 static atomic_int repository_ran;
 /* The dormant Ticker's state, if any; read and written with the GIL. */
 static TickState *dormant_ticker;
@@ -1252,10 +1261,8 @@ static TickState *dormant_ticker;
 static void nudge(TickState *state) {
   if (state->pid != getpid())
     return;
-  pthread_mutex_lock(&state->wake_lock);
   atomic_store(&state->nudged, 1);
-  pthread_cond_signal(&state->wake);
-  pthread_mutex_unlock(&state->wake_lock);
+  sem_post(state->wake);
 }
 
 static void wake_ticker(TickState *state) {
@@ -1285,10 +1292,15 @@ typedef struct {
 /* Housekeeping (flushes, the SIGTERM watch) waits for a moment the main
  * thread does not hold the GIL, up to this long after it is due. */
 static const double HOUSEKEEPING_LATE = 1.0;
-/* The longest sleep: stop() and signal deliveries are noticed this soon. */
-static const double WAIT_SLICE = 0.1;
-/* The longest sleep while ticks back off: the sleep to the next tick. */
-static const double BACKOFF_SLICE = 0.2;
+/* How often a dormant Ticker looks whether the main thread has let go of
+ * the GIL, while housekeeping is due and waits for that. Every other sleep
+ * lasts until the next tick or housekeeping: stop(), nudge() and signal
+ * deliveries end it (each wake-up of a thread costs a process that imported
+ * torch 0.3-1 ms of CPU on the VMs we measure on, docs/Evidence.md). */
+static const double GIL_POLL = 0.1;
+/* While ticks back off, how much later than due housekeeping may run to
+ * share a tick's wake-up. */
+static const double BACKOFF_SLACK = 0.2;
 /* The most intervals from one tick to the next (a power of two). */
 static const int BACKOFF_LIMIT = 8;
 /* How much later than due housekeeping may run to share a tick's wake-up. */
@@ -1317,20 +1329,34 @@ static struct timespec timespec_of(double when) {
   return at;
 }
 
-/* Sleeps until \p when, or until nudge(). */
+/* Sleeps until \p when, or until `wake` is posted (nudge(), stop(), a
+ * signal delivery); the caller plans anew either way. */
 static void sleep_until(TickState *state, double when) {
-  struct timespec until = timespec_of(when);
-  pthread_mutex_lock(&state->wake_lock);
-  while (!atomic_load(&state->nudged))
-    if (pthread_cond_timedwait(&state->wake, &state->wake_lock, &until) ==
-        ETIMEDOUT)
-      break;
-  pthread_mutex_unlock(&state->wake_lock);
+  atomic_store(&sleeping_wake, state->wake);
+  if (!atomic_load(&state->nudged) && !atomic_load(&state->stopped)) {
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 30)
+    struct timespec until = timespec_of(when);
+    while (sem_clockwait(state->wake, CLOCK_MONOTONIC, &until) < 0 &&
+           errno == EINTR)
+      ;
+#else
+    /* sem_timedwait() takes the realtime clock: the same distance. */
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct timespec until =
+        timespec_of((double)now.tv_sec + (double)now.tv_nsec * 1e-9 +
+                    (when - monotonic_now()));
+    while (sem_timedwait(state->wake, &until) < 0 && errno == EINTR)
+      ;
+#endif
+  }
+  /* The posts that came meanwhile are all answered by the caller's look. */
+  while (sem_trywait(state->wake) == 0)
+    ;
 }
 
 static void tick_state_free(TickState *state) {
-  pthread_cond_destroy(&state->wake);
-  pthread_mutex_destroy(&state->wake_lock);
+  /* state->wake stays: a signal handler may still post it. */
   Py_CLEAR(state->sinks);
   Py_CLEAR(state->codes);
   Py_CLEAR(state->import_code);
@@ -1597,12 +1623,15 @@ static PyObject *Ticker_new(PyTypeObject *type, PyObject *args,
     Py_DECREF(self);
     return PyErr_NoMemory();
   }
-  pthread_condattr_t monotonic;
-  pthread_condattr_init(&monotonic);
-  pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-  pthread_cond_init(&self->state->wake, &monotonic);
-  pthread_condattr_destroy(&monotonic);
-  pthread_mutex_init(&self->state->wake_lock, NULL);
+  /* Never freed (sleeping_wake): a Ticker or two per process. */
+  self->state->wake = PyMem_RawMalloc(sizeof(sem_t));
+  if (!self->state->wake || sem_init(self->state->wake, 0, 0) < 0) {
+    PyMem_RawFree(self->state->wake);
+    PyMem_RawFree(self->state);
+    self->state = NULL;
+    Py_DECREF(self);
+    return PyErr_NoMemory();
+  }
   atomic_store(&self->state->stride, 1);
   if (import_code != Py_None) {
     Py_INCREF(import_code);
@@ -1658,6 +1687,7 @@ static void Ticker_dealloc(Ticker *self) {
 static void wait_for_tick(TickState *state, PyThreadState *self,
                           double *next_tick, double interval, double awake_due,
                           double dormant_due, sig_atomic_t seen) {
+  int unserved = 1; /* the back-off while a queued capture waits */
   for (;;) {
     double now = monotonic_now();
     /* Read each time: a Ticker woken meanwhile has its housekeeping due. */
@@ -1687,10 +1717,7 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
        * ms a slice (docs/Evidence.md). */
       if (housekeeping_now)
         return;
-      double wake = now + WAIT_SLICE;
-      if (now < due && due < wake)
-        wake = due;
-      sleep_until(state, wake);
+      sleep_until(state, now < due ? due : now + GIL_POLL);
       /* Awake: the first tick an interval from now, as for a new thread. */
       *next_tick = monotonic_now() + interval;
       continue;
@@ -1707,21 +1734,31 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
         }
       }
       /* A racy read of the list's size: at worst one tick is skipped, or
-       * queued for a sink that has just closed. Ticks that come while one
-       * is queued (the main thread in a long C call that keeps the GIL)
-       * collapse into it, as they would while waiting for the GIL. */
-      else if (Py_SIZE(state->sinks) > 0 &&
-               !atomic_exchange(&state->queued, 1)) {
-        atomic_store(&state->queued_tick, atomic_load(&state->tick));
-        if (Py_AddPendingCall(tick_in_main_thread, state) < 0)
-          atomic_store(&state->queued, 0); /* the queue is full: skip it */
+       * queued for a sink that has just closed. */
+      else if (Py_SIZE(state->sinks) > 0) {
+        if (!atomic_exchange(&state->queued, 1)) {
+          unserved = 1;
+          atomic_store(&state->queued_tick, atomic_load(&state->tick));
+          if (Py_AddPendingCall(tick_in_main_thread, state) < 0)
+            atomic_store(&state->queued, 0); /* the queue is full: skip it */
 #if PY_VERSION_HEX >= 0x030B0000
-        else
-          _Py_atomic_store_relaxed(&state->interp->ceval.eval_breaker, 1);
+          else
+            _Py_atomic_store_relaxed(&state->interp->ceval.eval_breaker, 1);
 #endif
+        }
+        /* Still queued: the main thread is in a long C call that keeps
+         * the GIL (loading libtorch's shared libraries takes half a
+         * second). The ticks that come meanwhile collapse into the queued
+         * one, as they would while waiting for the GIL, so waking for them
+         * would only cost the process a context switch each: back off as
+         * for an unchanged stack. */
+        else if (unserved < BACKOFF_LIMIT)
+          unserved *= 2;
       }
-      /* The stride the last capture set; a queued one sets it later. */
-      double step = interval * atomic_load(&state->stride);
+      /* The stride the last capture set (a queued one sets it later), or
+       * the back-off while a queued capture waits. */
+      int stride = atomic_load(&state->stride);
+      double step = interval * (unserved > stride ? unserved : stride);
       *next_tick += step;
       if (*next_tick <= now)
         *next_tick = now + step; /* fell behind: do not burst */
@@ -1729,16 +1766,14 @@ static void wait_for_tick(TickState *state, PyThreadState *self,
     if (housekeeping_now)
       return;
     int backed_off = atomic_load(&state->stride) > 1;
-    double wake = now + (backed_off ? BACKOFF_SLICE : WAIT_SLICE);
-    if (*next_tick < wake)
-      wake = *next_tick;
+    double wake = *next_tick;
     /* Housekeeping rides on the wake-up of a tick that comes soon enough
      * after it is due (while ticks back off, on the next one): a wake-up of
      * its own would be one more context switch into the process, and what
      * one costs grows with the process's memory on some VMs
      * (docs/Evidence.md). */
     double housekeeping = now >= due ? due + HOUSEKEEPING_LATE : due;
-    if (housekeeping + (backed_off ? BACKOFF_SLICE : HOUSEKEEPING_SLACK) < wake)
+    if (housekeeping + (backed_off ? BACKOFF_SLACK : HOUSEKEEPING_SLACK) < wake)
       wake = housekeeping;
     sleep_until(state, wake);
   }
@@ -1867,6 +1902,7 @@ static PyObject *Ticker_drain(Ticker *self, PyObject *sink) {
 /* stop(): wait() returns, and queued ticks are dropped. */
 static PyObject *Ticker_stop(Ticker *self, PyObject *unused) {
   atomic_store(&self->state->stopped, 1);
+  sem_post(self->state->wake);
   Py_RETURN_NONE;
 }
 

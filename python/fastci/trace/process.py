@@ -234,10 +234,11 @@ class _SigtermWatch:
     worker taking its queue's lock while the sampling thread held the GIL),
     never does, and a process SIGTERM would have killed lives on: an
     orphaned multiprocessing worker, a CI job that hangs. The extension
-    counts deliveries in front of Python's handler; the sampling thread
-    checks the count every tick (Sampler.on_tick) and, when a delivery has
-    gone unhandled for GRACE seconds, writes the final files and takes the
-    signal's default action itself.
+    counts deliveries in front of Python's handler, and a delivery ends the
+    sampling thread's sleep; the thread checks the count at each return to
+    Python (Sampler.on_tick), again GRACE seconds after a delivery it found
+    unhandled, and when that delivery is still unhandled then, writes the
+    final files and takes the signal's default action itself.
     """
 
     GRACE = 0.1  # a main thread running bytecode handles the signal in microseconds
@@ -265,16 +266,18 @@ class _SigtermWatch:
         self.handled = self._deliveries()
 
     def __call__(self, now):
-        """One check, from the sampling thread, with the monotonic time `now`."""
+        """One check, from the sampling thread, with the monotonic time `now`;
+        returns when the next check is due while a delivery is unhandled."""
         if self._deliveries() == self.handled or _stopping:
             self._unhandled_since = None
-            return
+            return None
         if self._unhandled_since is None:
             self._unhandled_since = now
         elif now - self._unhandled_since >= self.GRACE:
             self.handled = self._deliveries()
             stop(join=False)
             _die_by(signal.SIGTERM)
+        return self._unhandled_since + self.GRACE
 
 
 _sigterm_watch = None  # the _SigtermWatch of this process, if any

@@ -41,6 +41,7 @@ watch, the rank poll.
 
 import _thread
 import itertools
+import math
 import os
 import signal
 import sys
@@ -319,8 +320,9 @@ class Sampler:
         # left sleeping by stop() returns when it wakes (see _run).
         self._generation = 0
         self._asleep = False  # the sampling thread is between two ticks
-        # Called by the sampling thread after every tick with the monotonic
-        # time (process.py's SIGTERM watch), or None.
+        # Called by the sampling thread at every return to Python with the
+        # monotonic time (process.py's SIGTERM watch), or None. It returns
+        # the time by which it wants to be called again, or None.
         self.on_tick = None
 
     # -- lifecycle -------------------------------------------------------
@@ -612,6 +614,7 @@ class Sampler:
         now = time.monotonic()
         next_tick = now + interval
         next_flush = now + self.config.flush
+        again = math.inf  # on_tick's next call
         last_cpu = time.thread_time()
         try:
             while True:
@@ -630,7 +633,8 @@ class Sampler:
                     # poll before repository code runs, and the wait
                     # returns by itself for stop() and a SIGTERM.
                     next_tick = ticker.wait(next_tick, interval,
-                                            min(next_flush, now + _HOUSEKEEPING), next_flush)
+                                            min(next_flush, now + _HOUSEKEEPING, again),
+                                            min(next_flush, again))
                 else:
                     # time.sleep: one GIL release and one re-acquire per
                     # wake-up, the cheapest wait in Python (an Event's
@@ -660,7 +664,9 @@ class Sampler:
                 if self._tracer is not None:
                     self._tracer.check_budget()
                 if self.on_tick is not None:
-                    self.on_tick(now)
+                    again = self.on_tick(now)
+                    if again is None:
+                        again = math.inf
                 if self._dist_rank is None:
                     # Every wake-up until found: short-lived ranks must not
                     # exit before their rank is read.

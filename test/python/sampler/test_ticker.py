@@ -8,6 +8,7 @@ capture()'s, that each kind of tick happens where it should, and that bad
 arguments are refused.
 """
 
+import os
 import subprocess
 import sys
 import threading
@@ -178,6 +179,44 @@ def test_a_blocked_main_thread_leaves_the_ticks_to_the_sampling_thread(tmp_path)
     assert spun >= ticks * 3 // 4
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.9/3.10: no ticks are queued")
+def test_ticks_back_off_while_a_queued_one_waits_for_a_long_c_call(tmp_path):
+    """A main thread in a long C call that keeps the GIL (loading libtorch's
+    libraries) runs no pending call until it returns: the ticks that come
+    meanwhile collapse into the queued one, so the sampling thread backs
+    off instead of waking for each (counted from /proc: schedstat's third
+    field). The queued tick is still taken when the call returns."""
+    sampler = _sampler(tmp_path, rate=200)
+    sampler.begin("c-call")
+    _start_awake(sampler)
+    _spin(0.1)  # the thread runs and waits in the Ticker
+    tids = [t for t in os.listdir("/proc/self/task") if int(t) != threading.get_native_id()]
+
+    def schedules():
+        total = 0
+        for t in tids:
+            try:
+                with open("/proc/self/task/%s/schedstat" % t) as f:
+                    total += int(f.read().split()[2])
+            except OSError:
+                pass
+        return total
+
+    ticker = sampler._ticker
+    deferred, before = ticker.deferred, schedules()
+    start = time.monotonic()
+    sum(range(80_000_000))  # C code, the GIL held, no eval-breaker check
+    took = time.monotonic() - start
+    woke = schedules() - before
+    _spin(0.05)  # the queued tick runs here
+    sampler.end()
+    sampler.stop()
+    assert took >= 0.2, "the C call was too short to tell"
+    # 5 ms ticks: one wake-up per tick would be took / 0.005 of them.
+    assert woke <= took / 0.005 / 3, (woke, took)
+    assert ticker.deferred > deferred
+
+
 def test_ticker_refuses_bad_arguments():
     with pytest.raises(TypeError):
         _EXTENSION.Ticker((), {})
@@ -326,6 +365,60 @@ def test_dormant_housekeeping_waits_for_the_main_thread_to_let_go_of_the_gil(tmp
     out = subprocess.run([PYTHON, str(driver)], env=clean_env(), timeout=60,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert out.stdout.split()[:4] == ["True", "True", "True", "True"], out.stdout + out.stderr
+
+
+def test_a_sleeping_ticker_wakes_only_when_there_is_something_to_do(tmp_path):
+    """The sampling thread sleeps until its next tick or housekeeping, with
+    no periodic wake-up: a dormant Ticker whose flush is 2 s away is
+    scheduled a few times in 1 s, not once a slice (each wake-up of a
+    thread cost a process that imported torch 0.3-1 ms, docs/Evidence.md).
+    stop() ends the sleep at once, and so does a delivery of the watched
+    signal (its Python handler may never run: process.py's SIGTERM watch).
+    Schedules are counted from /proc (schedstat's third field). A fresh
+    process: dormancy and the watched signal are per process."""
+    driver = write(tmp_path / "driver.py", """
+        import os, signal, threading, time
+        from fastci.trace import recorder
+
+        class Sink:
+            counts, ticks = {}, 0
+
+        ext = recorder.extension()
+        took, tids = {}, {}
+
+        def run(name, ticker, interval, due):
+            tids[name] = threading.get_native_id()
+            start = time.monotonic()
+            ticker.wait(start, interval, start + due)
+            took[name] = time.monotonic() - start
+
+        def schedules(tid):
+            with open("/proc/self/task/%d/schedstat" % tid) as f:
+                return int(f.read().split()[2])
+
+        dormant = ext.Ticker([Sink()], {}, dormant=True)
+        thread = threading.Thread(target=run, args=("dormant", dormant, 0.02, 2.0))
+        thread.start()
+        time.sleep(0.1)
+        before = schedules(tids["dormant"])
+        time.sleep(1.0)
+        woke = schedules(tids["dormant"]) - before
+        dormant.stop()
+        thread.join()
+        # Awake at 0.01 Hz: the next tick and housekeeping are 100 s away.
+        signal.signal(signal.SIGUSR1, lambda *a: None)
+        assert ext.watch_signal(signal.SIGUSR1)
+        awake = ext.Ticker([Sink()], {})
+        thread = threading.Thread(target=run, args=("signal", awake, 100.0, 100.0))
+        thread.start()
+        time.sleep(0.3)
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+        thread.join()
+        print(woke <= 3, took["dormant"] < 1.5, took["signal"] < 1.0, woke, took)
+        """)
+    out = subprocess.run([PYTHON, str(driver)], env=clean_env(), timeout=60,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert out.stdout.split()[:3] == ["True", "True", "True"], out.stdout + out.stderr
 
 
 def _park(depth):
