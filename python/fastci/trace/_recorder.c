@@ -1061,19 +1061,37 @@ static PyObject *recorder_die_by(PyObject *module, PyObject *args) {
  * reports them. Most DataLoader workers stay that way: they run the
  * library's loop and no repository code of their own, import nothing and
  * open no repository file. Such a child is *latent* (sampler.py): no
- * sampling thread, no sink to write, nothing at exit. set_latent(callback)
- * makes the process latent; the first thing that gives it something to
- * report ends that and calls \p callback once (it starts the thread):
- * a record (repository code run, at test or import time), an import or an
- * exec (an audit hook, installed at the first set_latent), and, from
- * Python, a repository file opened or a test begun. A SIGTERM that finds
- * the child latent takes the default action at once (count_and_chain).
+ * sampling thread, no sink to write, nothing at exit, and none of the
+ * sampler's Python code runs in it. Each Python object a fork child
+ * touches copies a page of its parent's (a reference count is a write),
+ * and in a worker of a process that imported torch each copy costs tens
+ * of microseconds: the sampler's own after-fork reset, in Python, cost a
+ * worker 3-5 ms (docs/Evidence.md). So the decision is made here, in the
+ * at-fork hook (after_fork_in_child, which process.py registers with
+ * os.register_at_fork): where the parent allows it (set_fork_hooks), the
+ * child is latent at once; the first thing that gives it something to
+ * report ends that and calls the parent's `latent` callback once (which
+ * resets the sampler for the child and starts its thread): a record
+ * (repository code run, at test or import time), an import or an exec (an
+ * audit hook the parent installs, so children inherit it), and, from
+ * Python, a repository file opened or a test begun (end_latency()). A
+ * SIGTERM that finds the child latent takes the default action at once
+ * (count_and_chain). Where the parent does not allow it, the hook calls
+ * its `full` callback, the after-fork reset in Python.
  *
  *===----------------------------------------------------------------------===*/
 
 /* The callback that ends latency; NULL when the process is not latent.
  * Read and written with the GIL. */
 static PyObject *latent_callback;
+/* set_fork_hooks(): what a fork child calls; latent forks are allowed
+ * while fork_latent is set. */
+static PyObject *fork_latent, *fork_full;
+/* When a latent child was forked: time.time() and time.process_time(),
+ * and the newest entry of sys.modules (sampler.modules_mark()); latency
+ * may end inside an import, with the module in sys.modules already. */
+static double fork_wall, fork_cpu;
+static PyObject *fork_mark_name, *fork_mark_module;
 
 /* Ends latency: calls the callback once, keeping the caller's exception
  * state (record() may run while an exception is being thrown into a
@@ -1097,7 +1115,8 @@ static void end_latency(void) {
 
 /* Whatever a latent process imports or executes is something to report.
  * Not an add_audit_hook() filter: that would call Python for every import
- * for the rest of the process; this returns at one load once latency ends. */
+ * for the rest of the process; this returns at one load while the process
+ * is not latent. */
 static int latency_audit_hook(const char *event, PyObject *args, void *data) {
   if (latent_callback &&
       (strcmp(event, "import") == 0 || strcmp(event, "exec") == 0))
@@ -1105,27 +1124,89 @@ static int latency_audit_hook(const char *event, PyObject *args, void *data) {
   return 0;
 }
 
-/* set_latent(callback): the process is latent until one of the events
- * above, which calls \p callback once; set_latent(None) ends latency
- * without calling it. */
-static PyObject *recorder_set_latent(PyObject *module, PyObject *callback) {
-  static int hooked; /* inherited through fork, like the hook itself */
-  if (callback != Py_None && !PyCallable_Check(callback)) {
-    PyErr_SetString(PyExc_TypeError, "set_latent() wants a callable or None");
+/* set_fork_hooks(latent, full): a fork child from now on is latent until
+ * it has something to report, which calls \p latent once, or, with \p
+ * latent None, calls \p full (None: nothing) right after the fork. */
+static PyObject *recorder_set_fork_hooks(PyObject *module, PyObject *args) {
+  static int hooked; /* a fork child inherits the hook and this */
+  PyObject *latent_hook, *full_hook;
+  if (!PyArg_ParseTuple(args, "OO:set_fork_hooks", &latent_hook, &full_hook))
+    return NULL;
+  if ((latent_hook != Py_None && !PyCallable_Check(latent_hook)) ||
+      (full_hook != Py_None && !PyCallable_Check(full_hook))) {
+    PyErr_SetString(PyExc_TypeError,
+                    "set_fork_hooks() wants callables or None");
     return NULL;
   }
-  if (callback != Py_None && !hooked) {
+  if (latent_hook != Py_None && !hooked) {
     if (PySys_AddAuditHook(latency_audit_hook, NULL) < 0)
       return NULL;
     hooked = 1;
   }
-  Py_CLEAR(latent_callback);
-  latent = 0;
-  if (callback != Py_None) {
-    Py_INCREF(callback);
-    latent_callback = callback;
-    latent = 1;
+  Py_CLEAR(fork_latent);
+  Py_CLEAR(fork_full);
+  if (latent_hook != Py_None) {
+    Py_INCREF(latent_hook);
+    fork_latent = latent_hook;
   }
+  if (full_hook != Py_None) {
+    Py_INCREF(full_hook);
+    fork_full = full_hook;
+  }
+  Py_RETURN_NONE;
+}
+
+static double clock_seconds(clockid_t clock) {
+  struct timespec now;
+  clock_gettime(clock, &now);
+  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/* after_fork_in_child(): for os.register_at_fork (see above). */
+static PyObject *recorder_after_fork_in_child(PyObject *module,
+                                              PyObject *unused) {
+  fork_wall = clock_seconds(CLOCK_REALTIME);
+  fork_cpu = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+  if (fork_latent) {
+    /* Two references taken: the only pages of the parent's this writes
+     * besides the callback's. */
+    PyObject *modules = PyImport_GetModuleDict(), *name, *module;
+    Py_ssize_t at = 0;
+    fork_mark_name = fork_mark_module = NULL;
+    while (modules && PyDict_Next(modules, &at, &name, &module)) {
+      fork_mark_name = name;
+      fork_mark_module = module;
+    }
+    Py_XINCREF(fork_mark_name);
+    Py_XINCREF(fork_mark_module);
+    Py_INCREF(fork_latent);
+    Py_XSETREF(latent_callback, fork_latent);
+    latent = 1;
+    Py_RETURN_NONE;
+  }
+  if (fork_full)
+    return PyObject_CallNoArgs(fork_full);
+  Py_RETURN_NONE;
+}
+
+/* fork_state() -> (wall, cpu, mark): time.time(), time.process_time() and
+ * sampler.modules_mark() at the fork of this latent child. */
+static PyObject *recorder_fork_state(PyObject *module, PyObject *unused) {
+  if (!fork_mark_name)
+    return Py_BuildValue("(ddO)", fork_wall, fork_cpu, Py_None);
+  return Py_BuildValue("(dd(OO))", fork_wall, fork_cpu, fork_mark_name,
+                       fork_mark_module);
+}
+
+/* latent() -> bool: whether this process is a latent fork child. */
+static PyObject *recorder_latent(PyObject *module, PyObject *unused) {
+  return PyBool_FromLong(latent_callback != NULL);
+}
+
+/* end_latency(): the latent process has something to report (from
+ * Python: a repository file opened, a test begun): calls the callback. */
+static PyObject *recorder_end_latency(PyObject *module, PyObject *unused) {
+  end_latency();
   Py_RETURN_NONE;
 }
 
@@ -2011,8 +2092,17 @@ static PyMethodDef module_methods[] = {
      "signal_deliveries() -> int: deliveries of the watched signal."},
     {"die_by", recorder_die_by, METH_VARARGS,
      "die_by(signum): take the signal's default action, from any thread."},
-    {"set_latent", recorder_set_latent, METH_O,
-     "set_latent(callback): latent until something to report; None ends it."},
+    {"set_fork_hooks", recorder_set_fork_hooks, METH_VARARGS,
+     "set_fork_hooks(latent, full): what a fork child calls (see "
+     "after_fork_in_child)."},
+    {"after_fork_in_child", recorder_after_fork_in_child, METH_NOARGS,
+     "after_fork_in_child(): for os.register_at_fork: latent, or full()."},
+    {"fork_state", recorder_fork_state, METH_NOARGS,
+     "fork_state() -> (wall, cpu, modules mark) at this latent child's fork."},
+    {"latent", recorder_latent, METH_NOARGS,
+     "latent() -> bool: whether this is a latent fork child."},
+    {"end_latency", recorder_end_latency, METH_NOARGS,
+     "end_latency(): something to report: call the latency callback."},
 #if PY_VERSION_HEX >= 0x030B0000
     {"hit", recorder_hit, METH_O,
      "hit(disarmed): called by armed code; records its first execution."},

@@ -7,7 +7,7 @@ starts it in the pytest process. This module makes sure every way a process
 can end still leaves a complete file: atexit for normal exits, a SIGTERM
 handler that flushes and then lets the signal take its normal effect, an
 at-fork hook that gives fork children their own file (and thread, once
-they have something to report: Sampler._wait_latent), and a
+they have something to report: Sampler.fork_hooks), and a
 multiprocessing finalizer for fork workers, which leave via os._exit() and
 so skip atexit. An audit hook (recorder.add_audit_hook: a C hook that sees
 only the events named, where the extension loads; it cannot be removed
@@ -55,7 +55,8 @@ def start(config: _config.Config, test_id: str | None = None) -> Sampler:
     _sampler = Sampler(config)
     if test_id:
         _sampler.begin(test_id)
-    _install_hooks()
+    at_fork = _sampler.fork_hooks(_end_fork_latency, _after_fork_in_child)
+    _install_hooks(at_fork or _after_fork_in_child)
     _sampler.on_tick = _sigterm_watch
     _sampler.start()
     return _sampler
@@ -93,13 +94,15 @@ def stop(join: bool = True) -> None:
             _die_by(_deferred_signal)
 
 
-def _install_hooks():
+def _install_hooks(after_fork_in_child):
     global _hooks_installed
     if _hooks_installed:  # they survive stop()/start() and fork
         return
     _hooks_installed = True
     atexit.register(stop)
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    # The extension's, where it loads: it makes the child latent without
+    # running Python, or calls _after_fork_in_child (Sampler.fork_hooks).
+    os.register_at_fork(before=_before_fork, after_in_child=after_fork_in_child)
     _install_sigterm_handler()
     # Two hooks: the suffixes judge opened files, not spawned programs.
     _recorder.add_audit_hook(_on_audit, ("open",), suffixes=_SKIPPED_SUFFIXES)
@@ -203,6 +206,20 @@ def _after_fork_in_child():
     if mp_util is not None:
         # Process._bootstrap clears finalizers inherited from the parent and
         # then runs after-fork callbacks: register ours from there.
+        mp_util.register_after_fork(_sampler, _register_mp_finalizer)
+
+
+def _end_fork_latency():
+    """A latent fork child has something to report (Sampler.fork_hooks)."""
+    if _sampler is None:
+        return
+    _sampler.after_latent_fork()
+    mp_util = sys.modules.get("multiprocessing.util")
+    if mp_util is not None:
+        # Whether Process._bootstrap has cleared the inherited finalizers
+        # and run the after-fork callbacks yet is not known here: register
+        # for either case (a second stop() does nothing).
+        _register_mp_finalizer(_sampler)
         mp_util.register_after_fork(_sampler, _register_mp_finalizer)
 
 

@@ -316,20 +316,32 @@ class FunctionRecorder:
             forks.keep(self._functions, self._imports)
             self._functions, self._imports = [], []
 
-    def wait_latent(self, callback):
-        """In a fork child: the process is latent until it records, imports or
-        executes anything, which calls `callback` once (_recorder.c, "Latent
-        fork children"). False where that cannot be told (no extension, or
-        sys.monitoring, which records in Python)."""
-        if self._ext is None or not hasattr(self._module, "set_latent"):
-            return False
-        self._module.set_latent(callback)
-        return True
+    def fork_hooks(self, latent, full):
+        """What a fork child calls (_recorder.c, "Latent fork children"): the
+        at-fork callable to register with os.register_at_fork, or None where
+        the extension cannot tell latency (no extension, or sys.monitoring,
+        which records in Python). From then on a fork child is latent until
+        it records, imports or executes anything, which calls `latent` once;
+        with `latent` None it calls `full` at once. Call again to change them."""
+        if self._ext is None or not hasattr(self._module, "set_fork_hooks"):
+            return None
+        self._module.set_fork_hooks(latent, full)
+        return self._module.after_fork_in_child
+
+    def fork_state(self):
+        """(time.time(), time.process_time(), sampler.modules_mark()) at the
+        fork of this latent child."""
+        return self._module.fork_state()
+
+    def latent(self):
+        """Whether this process is a latent fork child."""
+        return self._module is not None and hasattr(self._module, "latent") and \
+            self._module.latent()
 
     def end_latency(self):
-        """End a latency begun by wait_latent() without calling its callback."""
-        if self._module is not None and hasattr(self._module, "set_latent"):
-            self._module.set_latent(None)
+        """The latent fork child has something to report: call `latent`."""
+        if self._module is not None and hasattr(self._module, "end_latency"):
+            self._module.end_latency()
 
     def reset(self):
         """Start a new test: every code is recorded again at its next execution."""

@@ -312,10 +312,10 @@ class Sampler:
         self._ticker = None  # the running thread's _recorder.Ticker, if any
         self._ticks_charged = 0.0  # its `cpu` as settled with sinks so far
         self._failed = False
-        # A fork child with nothing to report yet: no thread, no file
-        # (after_fork_in_child).
-        self._latent = False
-        self._fork = None  # Sink.forked()'s `fork` of a latent child
+        # What a fork child calls (fork_hooks), and Sink.forked()'s `fork`
+        # of a child that was latent.
+        self._fork_callbacks = None
+        self._fork = None
         # Which thread may sample: stop() and start() move it on, so a thread
         # left sleeping by stop() returns when it wakes (see _run).
         self._generation = 0
@@ -370,17 +370,12 @@ class Sampler:
         time collection added to a suite whose tests start short-lived
         processes).
         """
-        if self._latent:
-            self._recorder.end_latency()
-            self._latent = False
-            if not modules_since(self._fork[2]):
-                # Nothing recorded, imported, executed or opened: the child
-                # has nothing to report (_wait_latent). What the recorder
-                # holds is the parent's.
-                self._recorder.forget()
-                self._sinks = []
-            else:
-                self._fork_state()
+        if self._recorder.latent():
+            # A latent fork child: nothing recorded, imported, executed or
+            # opened, so nothing to report (fork_hooks), and nothing of the
+            # sampler's is touched on the way out.
+            return
+        self._allow_latent_forks(False)
         thread, self._thread = self._thread, None
         if thread is not None:
             with self._lock:
@@ -415,10 +410,67 @@ class Sampler:
         with self._lock:
             self._packages.update()
 
+    def fork_hooks(self, latent, full):
+        """What a fork child runs: the callable for os.register_at_fork, or
+        None (then `full` goes there).
+
+        While this sampler records exactly (and has not failed), a fork
+        child is *latent* (_recorder.c, "Latent fork children"): a
+        DataLoader worker runs the library's loop, no repository code, no
+        import, no repository file, and its samples could only repeat the
+        frames it was forked from, which the parent ran and records. Its
+        thread, its own state and its final write were most of what tracing
+        cost it, and so was the reset below, in Python: every object it
+        touches copies a page of the parent's. A latent child runs none of
+        the sampler's code until it records a function, imports or execs
+        anything (the extension calls `latent`, which calls
+        after_latent_fork()), opens a repository file, or begins or ends a
+        test; if it never does, it leaves no file. What it misses: samples
+        of repository code the test had already run before the fork (the
+        recorder does not record that code again, so running it ends
+        nothing): their calling contexts inside the child. Otherwise `full`
+        runs in every fork child (after_fork_in_child).
+        """
+        self._fork_callbacks = (latent, full)
+        return self._recorder.fork_hooks(latent if self._latent_allowed() else None, full)
+
+    def _latent_allowed(self):
+        return self.coverage == "exact" and self._tracer is None and not self._failed
+
+    def _allow_latent_forks(self, allowed):
+        if self._fork_callbacks is not None:
+            latent, full = self._fork_callbacks
+            self._recorder.fork_hooks(latent if allowed and self._latent_allowed() else None,
+                                      full)
+
     def after_fork_in_child(self):
-        """Reset for a forked child: fresh lock, fresh sink for the same test id, and
-        a new thread (with the call burst, where sampled-only) once the child
-        has something to report (_wait_latent)."""
+        """Reset for a fork child that is not latent: fresh locks, a fresh sink
+        for the same test id, and a new thread (with the call burst, where
+        sampled-only)."""
+        self._reset_for_child()
+        self._fork = None
+        self._fork_state()
+        if self._sinks:
+            self.start()
+            self._start_burst(self._sinks[-1])
+
+    def after_latent_fork(self):
+        """The latent fork child has something to report (fork_hooks): reset
+        as after_fork_in_child() does, from the time of the fork, and sample
+        from now on. The extension calls this before the record that ends
+        latency is kept, but an import may have put its module into
+        sys.modules already: the modules mark is the fork's."""
+        try:
+            fork = self._recorder.fork_state()
+            self._reset_for_child()
+            self._fork = fork
+            self._fork_state()
+            if self._sinks:
+                self.start()
+        except Exception as e:  # never let the sampler affect the program
+            self._fail("sampling stopped: %s: %s" % (type(e).__name__, e))
+
+    def _reset_for_child(self):
         self._lock = threading.RLock()
         self._write_lock = threading.RLock()
         self._thread = None
@@ -434,18 +486,11 @@ class Sampler:
         self._collection = {}
         if self._tracer is not None:
             self._tracer.after_fork_in_child()
-        self._latent, self._fork = False, None
-        if self._sinks and self._wait_latent():
-            return  # the rest waits until the child has something to report
-        self._fork_state()
-        if self._sinks:
-            self.start()
-            self._start_burst(self._sinks[-1])
 
     def _fork_state(self):
         """The fork child's own records, caches, package list and sink in
         place of the parent's: at fork, or when latency ends (sys.modules
-        is still the parent's then, _wait_latent)."""
+        is still the parent's then, after_latent_fork)."""
         # Everything here runs in every fork child that has something to
         # report (a fork-started rank, a pool worker), and each page of the
         # parent's it touches is copied: it does no more than it must. The
@@ -466,48 +511,9 @@ class Sampler:
         if self._sinks:
             self._sinks = [self._sinks[-1].forked(self._fork)]
 
-    def _wait_latent(self):
-        """Make a fork child latent where the recorder is exact: no sampling
-        thread until the child has something to report, and no file if it
-        never has.
-
-        A DataLoader worker runs the library's loop: no repository code,
-        no import, no repository file. Its samples could only repeat the
-        frames it was forked from, which the parent ran and records, and
-        its thread, its own state (_fork_state) and its final write were
-        most of what tracing cost it (docs/Evidence.md). The child ends
-        latency when it records a function, imports or execs anything
-        (_recorder.c: before the record is kept, or the import begins, so
-        sys.modules is the parent's until then), opens a repository file
-        (note_open), or begins or ends a test. What it misses: samples of
-        repository code the test had already run before the fork (the
-        recorder does not record that code again, so running it ends
-        nothing): their calling contexts inside the child.
-        """
-        if self.coverage != "exact" or self._tracer is not None or self._failed:
-            return False
-        self._fork = (time.time(), time.process_time(), modules_mark())
-        self._latent = True
-        if not self._recorder.wait_latent(self._end_latency):
-            self._latent = False
-        return self._latent
-
     def _report_from_now(self):
-        """End latency from Python: a repository file opened, a test begun or ended."""
+        """End a fork child's latency from Python: a repository file opened, a test begun or ended."""
         self._recorder.end_latency()
-        self._end_latency()
-
-    def _end_latency(self):
-        """The latent child has something to report: sample it from now on
-        (called by the extension, or by _report_from_now)."""
-        if not self._latent:
-            return
-        self._latent = False
-        try:
-            self._fork_state()
-            self.start()
-        except Exception as e:  # never let the sampler affect the program
-            self._fail("sampling stopped: %s: %s" % (type(e).__name__, e))
 
     # -- attribution -----------------------------------------------------
     def begin(self, test_id):
@@ -516,7 +522,7 @@ class Sampler:
         Must be called in the thread that runs the test: on CPython < 3.12
         that thread is the one the call burst starts in.
         """
-        if self._latent:
+        if self._recorder.latent():
             self._report_from_now()
         self._harvest()
         sink = Sink(test_id, self.config.out)
@@ -531,7 +537,7 @@ class Sampler:
         """Close the innermost sink (write it complete) and resume the one below."""
         if self._tracer is not None:
             self._tracer.stop_burst()
-        if self._latent:
+        if self._recorder.latent():
             self._report_from_now()
         self._harvest()
         with self._lock:
@@ -544,8 +550,8 @@ class Sampler:
 
     def flush(self):
         """Write the innermost open sink now (complete: false)."""
-        if self._latent:
-            return  # nothing to write (_wait_latent)
+        if self._recorder.latent():
+            return  # nothing to write (fork_hooks)
         with self._lock:
             sink = self._sinks[-1] if self._sinks else None
         if sink is not None:
@@ -593,7 +599,7 @@ class Sampler:
                 break
         if relative is None or relative.startswith(self._read_excluded):
             return
-        if self._latent:
+        if self._recorder.latent():
             self._report_from_now()
         self._sinks[-1].reads.add(relative)
 
@@ -714,6 +720,10 @@ class Sampler:
     def _fail(self, message):
         if not self._failed:
             self._failed = True
+            try:
+                self._allow_latent_forks(False)
+            except Exception:
+                pass
             if self._ticker is not None:
                 self._ticker.stop()
             if self._tracer is not None:

@@ -105,7 +105,7 @@ def test_sigterm_ends_a_job_blocked_in_c_code(tmp_path):
 
 
 def test_sigterm_ends_a_latent_fork_child_blocked_in_c_code(tmp_path):
-    """A latent fork child (sampler._wait_latent) has no sampling thread to
+    """A latent fork child (Sampler.fork_hooks) has no sampling thread to
     see an unhandled SIGTERM, and nothing to write: the extension's handler
     takes the default action at once, as untraced."""
     if trace_recorder.extension() is None:
