@@ -406,7 +406,11 @@ class Sampler:
         parent imported since its last write, which in a child copies the
         page of every module it looks at (40 ms in a DataLoader worker of a
         test that imported torch); the parent's own next write then has
-        that much less to walk."""
+        that much less to walk. Not in a latent fork child: its lock may
+        be one a thread of its parent held at the fork, and its package
+        list is the parent's; its own children are latent as it is."""
+        if self._recorder.latent():
+            return
         with self._lock:
             self._packages.update()
 
