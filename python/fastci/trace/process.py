@@ -202,11 +202,7 @@ def _after_fork_in_child():
     if _sampler is None:
         return
     _sampler.after_fork_in_child()
-    mp_util = sys.modules.get("multiprocessing.util")
-    if mp_util is not None:
-        # Process._bootstrap clears finalizers inherited from the parent and
-        # then runs after-fork callbacks: register ours from there.
-        mp_util.register_after_fork(_sampler, _register_mp_finalizer)
+    _stop_at_worker_exit(bootstrapped=False)
 
 
 def _end_fork_latency():
@@ -214,13 +210,21 @@ def _end_fork_latency():
     if _sampler is None:
         return
     _sampler.after_latent_fork()
+    _stop_at_worker_exit(bootstrapped=None)
+
+
+def _stop_at_worker_exit(bootstrapped):
+    """Stop the sampler when a multiprocessing fork worker exits (os._exit,
+    past atexit). Process._bootstrap clears the finalizers a worker
+    inherited and then runs the after-fork callbacks: right after the fork
+    (`bootstrapped` False) ours is registered from there; where that is not
+    known (None), for either case, since a second stop() does nothing."""
     mp_util = sys.modules.get("multiprocessing.util")
-    if mp_util is not None:
-        # Whether Process._bootstrap has cleared the inherited finalizers
-        # and run the after-fork callbacks yet is not known here: register
-        # for either case (a second stop() does nothing).
+    if mp_util is None:
+        return
+    if bootstrapped is None:
         _register_mp_finalizer(_sampler)
-        mp_util.register_after_fork(_sampler, _register_mp_finalizer)
+    mp_util.register_after_fork(_sampler, _register_mp_finalizer)
 
 
 def _register_mp_finalizer(sampler):
