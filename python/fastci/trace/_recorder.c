@@ -1156,6 +1156,7 @@ static PyObject *recorder_set_fork_hooks(PyObject *module, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* A clock's reading in seconds (CLOCK_REALTIME: time.time()). */
 static double clock_seconds(clockid_t clock) {
   struct timespec now;
   clock_gettime(clock, &now);
@@ -1394,11 +1395,7 @@ static long long thread_cpu_ns(void) {
   return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
-static double monotonic_now(void) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
+static double monotonic_now(void) { return clock_seconds(CLOCK_MONOTONIC); }
 
 /* A monotonic_now() time as the absolute timespec the waits take. */
 static struct timespec timespec_of(double when) {
@@ -1422,11 +1419,8 @@ static void sleep_until(TickState *state, double when) {
       ;
 #else
     /* sem_timedwait() takes the realtime clock: the same distance. */
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
     struct timespec until =
-        timespec_of((double)now.tv_sec + (double)now.tv_nsec * 1e-9 +
-                    (when - monotonic_now()));
+        timespec_of(clock_seconds(CLOCK_REALTIME) + (when - monotonic_now()));
     while (sem_timedwait(state->wake, &until) < 0 && errno == EINTR)
       ;
 #endif

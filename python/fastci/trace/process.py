@@ -202,7 +202,7 @@ def _after_fork_in_child():
     if _sampler is None:
         return
     _sampler.after_fork_in_child()
-    _stop_at_worker_exit(bootstrapped=False)
+    _stop_at_worker_exit(register_now=False)
 
 
 def _end_fork_latency():
@@ -210,19 +210,20 @@ def _end_fork_latency():
     if _sampler is None:
         return
     _sampler.after_latent_fork()
-    _stop_at_worker_exit(bootstrapped=None)
+    _stop_at_worker_exit(register_now=True)
 
 
-def _stop_at_worker_exit(bootstrapped):
+def _stop_at_worker_exit(register_now):
     """Stop the sampler when a multiprocessing fork worker exits (os._exit,
     past atexit). Process._bootstrap clears the finalizers a worker
     inherited and then runs the after-fork callbacks: right after the fork
-    (`bootstrapped` False) ours is registered from there; where that is not
-    known (None), for either case, since a second stop() does nothing."""
+    ours is registered from there; later, when whether that has happened
+    yet is not known (`register_now`), also at once, since a second stop()
+    does nothing."""
     mp_util = sys.modules.get("multiprocessing.util")
     if mp_util is None:
         return
-    if bootstrapped is None:
+    if register_now:
         _register_mp_finalizer(_sampler)
     mp_util.register_after_fork(_sampler, _register_mp_finalizer)
 

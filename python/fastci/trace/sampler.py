@@ -436,16 +436,17 @@ class Sampler:
         runs in every fork child (after_fork_in_child).
         """
         self._fork_callbacks = (latent, full)
-        return self._recorder.fork_hooks(latent if self._latent_allowed() else None, full)
-
-    def _latent_allowed(self):
-        return self.coverage == "exact" and self._tracer is None and not self._failed
+        return self._allow_latent_forks(True)
 
     def _allow_latent_forks(self, allowed):
-        if self._fork_callbacks is not None:
-            latent, full = self._fork_callbacks
-            self._recorder.fork_hooks(latent if allowed and self._latent_allowed() else None,
-                                      full)
+        """Hand the extension the fork callbacks, `latent` only where allowed
+        and this sampler records exactly; the at-fork callable, or None."""
+        if self._fork_callbacks is None:
+            return None
+        latent, full = self._fork_callbacks
+        allowed = allowed and self.coverage == "exact" and self._tracer is None \
+            and not self._failed
+        return self._recorder.fork_hooks(latent if allowed else None, full)
 
     def after_fork_in_child(self):
         """Reset for a fork child that is not latent: fresh locks, a fresh sink
@@ -515,10 +516,6 @@ class Sampler:
         if self._sinks:
             self._sinks = [self._sinks[-1].forked(self._fork)]
 
-    def _report_from_now(self):
-        """End a fork child's latency from Python: a repository file opened, a test begun or ended."""
-        self._recorder.end_latency()
-
     # -- attribution -----------------------------------------------------
     def begin(self, test_id):
         """Attribute samples to `test_id` until the matching end().
@@ -526,8 +523,7 @@ class Sampler:
         Must be called in the thread that runs the test: on CPython < 3.12
         that thread is the one the call burst starts in.
         """
-        if self._recorder.latent():
-            self._report_from_now()
+        self._recorder.end_latency()  # a latent fork child has something to report
         self._harvest()
         sink = Sink(test_id, self.config.out)
         with self._lock:
@@ -541,8 +537,7 @@ class Sampler:
         """Close the innermost sink (write it complete) and resume the one below."""
         if self._tracer is not None:
             self._tracer.stop_burst()
-        if self._recorder.latent():
-            self._report_from_now()
+        self._recorder.end_latency()  # a latent fork child has something to report
         self._harvest()
         with self._lock:
             sink = self._sinks.pop() if self._sinks else None
@@ -603,8 +598,7 @@ class Sampler:
                 break
         if relative is None or relative.startswith(self._read_excluded):
             return
-        if self._recorder.latent():
-            self._report_from_now()
+        self._recorder.end_latency()  # a latent fork child has something to report
         self._sinks[-1].reads.add(relative)
 
     def record_call(self, sink, key, codes):
