@@ -30,7 +30,7 @@ from collections.abc import Mapping
 
 from . import config as _config
 from . import recorder as _recorder
-from .sampler import Sampler
+from .sampler import Sampler, export_ranks
 
 _sampler = None
 _hooks_installed = False
@@ -102,7 +102,7 @@ def _install_hooks(after_fork_in_child):
     atexit.register(stop)
     # The extension's, where it loads: it makes the child latent without
     # running Python, or calls _after_fork_in_child (Sampler.fork_hooks).
-    os.register_at_fork(before=_before_fork, after_in_child=after_fork_in_child)
+    os.register_at_fork(after_in_child=after_fork_in_child)
     _install_sigterm_handler()
     # Two hooks: the suffixes judge opened files, not spawned programs.
     _recorder.add_audit_hook(_on_audit, ("open",), suffixes=_SKIPPED_SUFFIXES)
@@ -112,9 +112,12 @@ def _install_hooks(after_fork_in_child):
 # Suffixes never recorded as file dependencies: Python sources (their
 # dependencies are the recorder's) and their caches.
 _SKIPPED_SUFFIXES = (".py", ".pyc", ".pyo")
-# Audit events that start a child process: the child must see the rank
-# this process has right now (sampler.own_ranks).
-_SPAWN_EVENTS = frozenset(("subprocess.Popen", "os.posix_spawn", "os.spawn", "os.fork",
+# Audit events that start a new program: it must see the rank this process
+# has right now (sampler.own_ranks). Not os.fork: a fork child is rank-less
+# until torch.distributed says otherwise and has its parent's verdicts, and
+# a program it starts raises its own event in the child; in a parent that
+# forks DataLoader workers, each event cost ~1 ms of copied pages.
+_SPAWN_EVENTS = frozenset(("subprocess.Popen", "os.posix_spawn", "os.spawn",
                            "os.exec", "os.system"))
 _READ_FLAGS = getattr(os, "O_ACCMODE", 3)
 
@@ -140,11 +143,9 @@ def _on_audit(event, args):
         except Exception:
             pass  # never let bookkeeping break the program's open()
     elif event in _SPAWN_EVENTS:
-        from .sampler import export_ranks
         export_ranks(os.environ)
         try:
-            if event != "os.fork":  # a fork child has the parent's verdicts
-                sampler.export_verdicts(os.environ)
+            sampler.export_verdicts(os.environ)
         except Exception:
             pass  # a judgement the parent made while another thread was judging
         try:
@@ -187,15 +188,6 @@ def _spawned_files(event, args):
         if os.path.isfile(path):
             found.append(path)
     return found
-
-
-def _before_fork():
-    if _sampler is None:
-        return
-    try:
-        _sampler.before_fork()
-    except Exception:
-        pass  # never let bookkeeping break the program's fork
 
 
 def _after_fork_in_child():

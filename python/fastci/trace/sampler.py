@@ -399,21 +399,6 @@ class Sampler:
         except Exception:
             pass
 
-    def before_fork(self):
-        """In the parent, right before a fork: bring the process's package list up to date.
-
-        The child inherits it complete, instead of walking the modules the
-        parent imported since its last write, which in a child copies the
-        page of every module it looks at (40 ms in a DataLoader worker of a
-        test that imported torch); the parent's own next write then has
-        that much less to walk. Not in a latent fork child: its lock may
-        be one a thread of its parent held at the fork, and its package
-        list is the parent's; its own children are latent as it is."""
-        if self._recorder.latent():
-            return
-        with self._lock:
-            self._packages.update()
-
     def fork_hooks(self, latent, full):
         """What a fork child runs: the callable for os.register_at_fork, or
         None (then `full` goes there).
@@ -1009,10 +994,15 @@ def own_ranks(environ):
 
 
 def export_ranks(environ):
-    """Record this process's current RANK/LOCAL_RANK for the children it starts."""
+    """Record this process's current RANK/LOCAL_RANK for the children it starts.
+
+    Only what changed is written: each write is a putenv() (and, in a
+    process that has forked, copied pages), at every test's begin and end."""
     try:
-        environ[ENV_PARENT_RANK] = environ.get("RANK", "")
-        environ[ENV_PARENT_LOCAL_RANK] = environ.get("LOCAL_RANK", "")
+        for name, parent in (("RANK", ENV_PARENT_RANK), ("LOCAL_RANK", ENV_PARENT_LOCAL_RANK)):
+            value = environ.get(name, "")
+            if environ.get(parent) != value:
+                environ[parent] = value
     except Exception:
         pass
 
