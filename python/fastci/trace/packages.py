@@ -57,6 +57,7 @@ class ExternalImports:
         self._mark = None
         self.loaded = set()
         self.failed = set()
+        self._names = (None, [])  # names() and the set sizes it was made at
         self.update()
 
     def install(self):
@@ -77,6 +78,7 @@ class ExternalImports:
         the child would copy the page of every name in them."""
         forks.keep(self.loaded, self.failed)  # not freed (forks.py)
         self.loaded, self.failed = set(), set()
+        self._names = (None, [])
         self._mark = self._mark_fn() if mark is None else mark
 
     def update(self):
@@ -89,9 +91,14 @@ class ExternalImports:
         self._mark = self._mark_fn()
 
     def names(self):
-        """Every top-level name imported or tried so far, sorted."""
+        """Every top-level name imported or tried so far, sorted; the same
+        list object while nothing was added (every test's file lists them,
+        and the sets only grow)."""
         self.update()
-        return sorted(self.loaded | self.failed)
+        sizes = (len(self.loaded), len(self.failed))
+        if self._names[0] != sizes:
+            self._names = (sizes, sorted(self.loaded | self.failed))
+        return self._names[1]
 
     def _is_external(self, name, module):
         if self._stdlib is not None and name in self._stdlib:

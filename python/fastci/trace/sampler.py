@@ -304,6 +304,7 @@ class Sampler:
             self._read_roots + [os.path.join(os.path.dirname(_PACKAGE_DIR), "")],
             modules_mark, modules_since)
         self._packages.install()
+        self._encoded_packages = (None, [])  # _package_lines()
         self._distributions = None
         self._rank, self._local_rank = own_ranks(os.environ)
         self._dist_rank = None
@@ -870,10 +871,17 @@ class Sampler:
             provides, requires, versions = self._distributions
         encode = evidence.encode
         return (functions, imports, self._imported_modules(sink),
-                [encode(p) for p in sink.reads], [encode(n) for n in self._packages.names()],
+                [encode(p) for p in sink.reads], self._package_lines(),
                 [(encode(d), encode(m)) for d, m in provides],
                 [(encode(d), encode(r)) for d, r in requires],
                 [(encode(d), encode(v)) for d, v in versions])
+
+    def _package_lines(self):
+        """The encoded `@x` names, encoded again only when names() changed."""
+        names = self._packages.names()
+        if self._encoded_packages[0] is not names:
+            self._encoded_packages = (names, [evidence.encode(n) for n in names])
+        return self._encoded_packages[1]
 
     def _imported_modules(self, sink):
         """Encoded repository paths of the modules imported since the sink began."""
