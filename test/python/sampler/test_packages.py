@@ -146,6 +146,24 @@ def test_fork_child_lists_only_its_own_imports(tmp_path, monkeypatch):
     assert imports.names() == ["fastci_no_such_module_after_fork"]
 
 
+def test_names_are_kept_until_an_import_adds_one(tmp_path, monkeypatch):
+    """Every test's file lists names(): one list while nothing was added,
+    a new sorted one as soon as the process imports another package."""
+    (tmp_path / "site").mkdir()
+    write(tmp_path / "site" / "fastci_names_probe.py", "X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "fastci_names_probe", raising=False)
+    imports = packages.ExternalImports([str(tmp_path / "repo") + os.sep], sampler.modules_mark,
+                                       sampler.modules_since)
+    first = imports.names()
+    assert imports.names() is first
+    importlib.import_module("fastci_names_probe")
+    names = imports.names()
+    assert "fastci_names_probe" in names and "fastci_names_probe" not in first
+    assert names == sorted(names) and imports.names() is names
+    sys.modules.pop("fastci_names_probe", None)
+
+
 @pytest.mark.parametrize("name, normalized", [
     ("Scikit_Learn", "scikit-learn"), ("zope.interface", "zope-interface"),
     ("a--b__c", "a-b-c"), ("numpy", "numpy")])
