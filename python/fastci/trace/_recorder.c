@@ -48,6 +48,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "native/arming.h"
 #if PY_VERSION_HEX >= 0x030B0000
 #define Py_BUILD_CORE
 #include <internal/pycore_frame.h>
@@ -2109,6 +2111,12 @@ static PyMethodDef module_methods[] = {
      "set_const(code, index, value): replace a constant in place."},
     {"set_code", recorder_set_code, METH_VARARGS,
      "set_code(function, code): set __code__ without an audit event."},
+    {"splice_locations", arming_splice_locations, METH_VARARGS,
+     "splice_locations(table, points, units) -> bytes: insert 'no "
+     "location' units before each point of a location table (native/arming.c)."},
+    {"armed_code", arming_armed_code, METH_VARARGS,
+     "armed_code(code, consts, prologue) -> code or None: the prologue "
+     "after the first RESUME (native/arming.c)."},
 #endif
     {NULL, NULL, 0, NULL}};
 

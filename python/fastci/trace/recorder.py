@@ -269,7 +269,7 @@ class FunctionRecorder:
         recorder = module.Recorder()
         recorder.configure(self._prefixes, _FIND_AND_LOAD)
         self._module = module
-        if (arming.SUPPORTED and hasattr(recorder, "arm")
+        if (arming.SUPPORTED and hasattr(recorder, "arm") and hasattr(module, "armed_code")
                 and os.environ.get(ENV_MECHANISM) != "eval-frame"):
             return self._start_armed(module, recorder)
         if not recorder.install():
@@ -382,7 +382,7 @@ class FunctionRecorder:
         global _armed_recorder, _audit_hook_installed
         if _armed_recorder is not None:
             return False  # one per process: hit() records into one recorder
-        self._armer = arming.Armer(module.hit, self._arms)
+        self._armer = arming.Armer(module.hit, self._arms, module)
         self._set_code = module.set_code
         self._set_const = module.set_const
         if not recorder.arm():

@@ -19,9 +19,12 @@ import pytest
 
 from conftest import PYTHON, clean_env, read_evidence_file, recorded, run_inner_pytest, write
 
-from fastci.trace import arming  # noqa: E402  (conftest puts the package on sys.path)
+from fastci.trace import arming, recorder  # noqa: E402  (conftest puts the package on sys.path)
 
-pytestmark = pytest.mark.skipif(not arming.SUPPORTED, reason="armed code is CPython 3.11's")
+pytestmark = [
+    pytest.mark.skipif(not arming.SUPPORTED, reason="armed code is CPython 3.11's"),
+    pytest.mark.skipif(recorder.extension() is None, reason="no _recorder extension built"),
+]
 
 SOURCE = """
 def handled(x):
@@ -168,7 +171,8 @@ def test_location_table_splice_matches_reencoding():
                        if i.opname == "RESUME"]
             for points in (resumes, [0, n], list(range(1, n, 3))[:40]):
                 for units in (1, 9):
-                    table = arming._splice_locations(code.co_linetable, points, units)
+                    table = recorder.extension().splice_locations(
+                        code.co_linetable, points, units)
                     expected = list(positions)
                     for point in reversed(points):
                         expected[point:point] = [(None, None, None, None)] * units
@@ -178,6 +182,32 @@ def test_location_table_splice_matches_reencoding():
                     checked += 1
             split += any(0 < p < n and positions[p - 1] == positions[p] for p in resumes)
     assert checked > 1000 and split > 10, (checked, split)
+
+
+def test_native_transforms_reject_what_they_cannot_place():
+    """native/arming.c's entry points: points out of order or negative and
+    negative units are errors; a prologue of half a code unit is one; code
+    with an instruction before its first RESUME comes back None (the caller
+    falls back, test_unarmable_code_falls_back_to_the_hook)."""
+    native = recorder.extension()
+    code = compiled().co_consts[0]
+    with pytest.raises(ValueError, match="ascending"):
+        native.splice_locations(code.co_linetable, [3, 1], 1)
+    with pytest.raises(ValueError, match="ascending"):
+        native.splice_locations(code.co_linetable, [-1], 1)
+    with pytest.raises(ValueError, match="units"):
+        native.splice_locations(code.co_linetable, [1], -1)
+    with pytest.raises(TypeError):
+        native.splice_locations(code.co_linetable, 3, 1)
+    with pytest.raises(ValueError, match="whole code units"):
+        native.armed_code(code, code.co_consts, b"\x09")
+    resume = bytes((dis.opmap["RESUME"], 0))
+    odd = code.replace(co_code=code.co_code.replace(resume, bytes((dis.opmap["NOP"], 0))))
+    assert native.armed_code(odd, odd.co_consts, b"\x09\x00") is None
+    # Past the table's end nothing is split; the units go at the end.
+    n = len(code.co_code) // 2
+    assert native.splice_locations(code.co_linetable, [n + 5], 2) == \
+        code.co_linetable + native.splice_locations(b"", [0], 2)
 
 
 def test_jumps_that_outgrow_one_byte_get_extended_args():
