@@ -2113,7 +2113,8 @@ static PyMethodDef module_methods[] = {
      "set_code(function, code): set __code__ without an audit event."},
     {"splice_locations", arming_splice_locations, METH_VARARGS,
      "splice_locations(table, points, units) -> bytes: insert 'no "
-     "location' units before each point of a location table (native/arming.c)."},
+     "location' units before each point of a location table "
+     "(native/arming.c)."},
     {"armed_code", arming_armed_code, METH_VARARGS,
      "armed_code(code, consts, prologue) -> code or None: the prologue "
      "after the first RESUME (native/arming.c)."},
