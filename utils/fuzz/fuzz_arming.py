@@ -52,8 +52,7 @@ def main():
         raise SystemExit("fuzz_arming: error: no _recorder extension with arming "
                          "(build it: utils/setup.sh; CPython 3.11 only)")
     rng = random.Random(args.seed)
-    import argparse as sample  # a module with every location form
-    codes = code_objects(sample.__file__)
+    codes = code_objects(argparse.__file__)  # a module with every location form
     cases = 0
     end = time.monotonic() + args.seconds
     while time.monotonic() < end:
