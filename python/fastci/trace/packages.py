@@ -156,15 +156,16 @@ def distributions(names):
     provides = set()
     for dist in metadata.distributions():
         try:
-            dist_name = dist.metadata["Name"]
+            headers = core_metadata(dist)
         except Exception:
             continue
+        dist_name = first(headers, "name")
         if not dist_name:
             continue
         key = normalize(dist_name)
         if key in by_name:
             continue  # shadowed by the one found first on sys.path
-        by_name[key] = dist
+        by_name[key] = (dist, headers)
         for module in _top_level(dist):
             if module in wanted:
                 provides.add((key, module))
@@ -173,7 +174,7 @@ def distributions(names):
     seen = set(todo)
     while todo:
         key = todo.pop()
-        for requirement in by_name[key].requires or ():
+        for requirement in _requirements(*by_name[key]):
             if ";" in requirement and "extra" in requirement.split(";", 1)[1]:
                 continue  # an extra nobody asked for installs nothing
             match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
@@ -184,8 +185,83 @@ def distributions(names):
             if required in by_name and required not in seen:
                 seen.add(required)
                 todo.append(required)
-    versions = sorted((key, str(dist.version or "-").replace(" ", "")) for key, dist in by_name.items())
+    versions = sorted((key, str(first(headers, "version") or "-").replace(" ", ""))
+                      for key, (_, headers) in by_name.items())
     return sorted(provides), sorted(requires), versions
+
+
+def core_metadata(dist):
+    """{field: [values]} of the Name, Version and Requires-Dist fields of
+    `dist`'s core metadata, field names lower-cased, values in file order.
+
+    importlib.metadata parses the whole file with the email package, long
+    description included: 20 ms of every collect run in a venv of torch's
+    size, for three fields of the header. This reads the header only, as
+    that parser does with its compat32 policy: the text is METADATA,
+    PKG-INFO or an egg-info file itself (Distribution.metadata); lines end
+    at CR, LF or CRLF; the header ends at the first line that is empty or
+    not a field; a line that starts with a space or a tab continues the
+    field above it; a value is what follows the first colon, leading blanks
+    and the final line break dropped, and a folded one is dedented as
+    importlib's adapter (3.10+) does. test/python/sampler/test_packages.py
+    holds it to importlib's answers for every distribution installed.
+    """
+    import re  # pytest's process only (distributions)
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
+    fields = {}
+    name, value = None, []
+
+    def close():
+        if name in _CORE_FIELDS:
+            text = "".join(value).rstrip("\r\n")
+            if "\n" in text:  # folded: importlib (3.10+) dedents it
+                import textwrap
+                text = textwrap.dedent(" " * 8 + text)
+            fields.setdefault(name, []).append(text)
+
+    # email.feedparser's field name and colon: printable ASCII but the colon.
+    field_name = re.compile(r"[\041-\071\073-\176]*:")
+    for number, line in enumerate(re.findall(r"[^\r\n]*(?:\r\n|\r|\n)", text + "\n")):
+        if line[:1] in (" ", "\t"):
+            if name is not None:
+                value.append(line)
+            continue  # a continuation with no field above: the parser drops it
+        close()
+        name = None
+        if number == 0 and line.startswith("From "):
+            continue  # an mbox "From " line
+        match = field_name.match(line)
+        if match is None:
+            break  # an empty line or the body
+        if match.end() > 1:  # a line that starts with a colon is dropped
+            name, value = line[:match.end() - 1].lower(), [line[match.end():].lstrip(" \t")]
+    close()
+    return fields
+
+
+# The core-metadata fields distributions() reads, lower-cased.
+_CORE_FIELDS = frozenset(("name", "version", "requires-dist"))
+
+
+def first(fields, name):
+    """The first value of `name` in core_metadata()'s `fields`, or None (as
+    importlib's metadata[name])."""
+    values = fields.get(name)
+    return values[0] if values else None
+
+
+def _requirements(dist, headers):
+    """Distribution.requires from `headers` (core_metadata), reading the
+    metadata again only for an egg-info distribution's requires.txt."""
+    listed = headers.get("requires-dist")
+    if listed:
+        return listed
+    try:
+        if dist.read_text("requires.txt") is None:
+            return ()
+        return dist.requires or ()
+    except Exception:
+        return ()
 
 
 def _top_level(dist):

@@ -6,6 +6,7 @@ These drive a real pytest session and a child interpreter and read the
 files back.
 """
 
+import importlib.metadata
 import importlib.util
 import os
 import subprocess
@@ -101,6 +102,70 @@ def test_collection_file_maps_packages_to_distributions(repo):
     assert versions["numpy"] == numpy.__version__
     # pytest's own requirements, followed through installed metadata
     assert any(dist == "pytest" for dist, _ in collection.requires)
+
+
+class _TextDistribution(importlib.metadata.Distribution):
+    """A distribution whose files are the strings in `files`."""
+
+    def __init__(self, files):
+        self._files = files
+
+    def read_text(self, filename):
+        return self._files.get(filename)
+
+    def locate_file(self, path):
+        return path
+
+
+def _agree_with_importlib(dist):
+    """core_metadata(dist) holds importlib's parse of the same file."""
+    fields = packages.core_metadata(dist)
+    parsed = dist.metadata
+    assert packages.first(fields, "name") == parsed.get("Name")
+    assert packages.first(fields, "version") == parsed.get("Version")
+    assert (fields.get("requires-dist") or None) == parsed.get_all("Requires-Dist")
+    return fields
+
+
+_BODY = "\n\nA long description.\nName: not-a-field\nRequires-Dist: nor-this\n"
+
+
+@pytest.mark.parametrize("files", [
+    {"METADATA": "Metadata-Version: 2.1\nName: Foo_Bar\nVersion: 1.0\n"
+                 "Requires-Dist: numpy (>=1.0)\nRequires-Dist: rich ; extra == 'cli'\n" + _BODY},
+    # folded values (importlib dedents them since 3.10), CRLF and lone-CR
+    # line ends, a second Name (the first counts)
+    pytest.param({"METADATA": "Name: a\r\nVersion: 2\r\n  .0\r\nName: b\rRequires-Dist: x\n\t>=1\n"
+                              + _BODY},
+                 marks=pytest.mark.skipif(sys.version_info < (3, 10), reason="3.9 keeps folds")),
+    # the body begins without an empty line: the first line that is no field
+    {"METADATA": "Name: a\nVersion: 1\nthis line is no field\nRequires-Dist: y\n"},
+    # a line that starts with a colon is dropped; an mbox From line; a
+    # continuation before any field
+    {"METADATA": "From someone\n  stray\nName: a\n: no name\nVersion:   3\n"},
+    # no METADATA: PKG-INFO, then the egg-info file itself
+    {"PKG-INFO": "Name: old\nVersion: 0.1\n"},
+    {"": "Name: egg\nVersion: 9\n"},
+    {"METADATA": "Summary: no name or version\n"},
+    {},
+])
+def test_core_metadata_reads_the_header_as_importlib_does(files):
+    _agree_with_importlib(_TextDistribution(files))
+
+
+def test_core_metadata_agrees_with_importlib_for_every_installed_distribution():
+    dists = list(importlib.metadata.distributions())
+    assert len(dists) > 5
+    for dist in dists:
+        _agree_with_importlib(dist)
+
+
+def test_requirements_of_an_egg_info_come_from_requires_txt():
+    egg = _TextDistribution({"PKG-INFO": "Name: egg\nVersion: 1\n",
+                             "requires.txt": "six\n\n[extra]\nrich\n"})
+    assert packages._requirements(egg, packages.core_metadata(egg)) == egg.requires
+    bare = _TextDistribution({"METADATA": "Name: bare\nVersion: 1\n"})
+    assert list(packages._requirements(bare, packages.core_metadata(bare))) == []
 
 
 def test_external_imports_classification(tmp_path):
