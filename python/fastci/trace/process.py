@@ -14,7 +14,8 @@ only the events named, where the extension loads; it cannot be removed
 again, so it checks for a running sampler first) records the repository
 files each test opens for reading, and refreshes the rank a child inherits
 right before the process starts one (see sampler.own_ranks), and the
-directories it has judged (Sampler.export_verdicts).
+directories it has judged (Sampler.export_verdicts), also in an environment
+of the program's own that starts a traced child (_hand_verdicts).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Mapping
 
 from . import config as _config
 from . import recorder as _recorder
-from .sampler import Sampler, export_ranks
+from .sampler import ENV_VERDICTS, Sampler, export_ranks
 
 _sampler = None
 _hooks_installed = False
@@ -146,6 +147,7 @@ def _on_audit(event, args):
         export_ranks(os.environ)
         try:
             sampler.export_verdicts(os.environ)
+            _hand_verdicts(_spawn_environment(event, args))
         except Exception:
             pass  # a judgement the parent made while another thread was judging
         try:
@@ -153,6 +155,28 @@ def _on_audit(event, args):
                 sampler.note_open(path)
         except Exception:
             pass
+
+
+def _spawn_environment(event, args):
+    """The environment a spawn event passes the new program, or None (os.environ)."""
+    index = {"subprocess.Popen": 3, "os.spawn": 3, "os.exec": 2, "os.posix_spawn": 2}.get(event)
+    return args[index] if index is not None and len(args) > index else None
+
+
+def _hand_verdicts(environment):
+    """Name this process's verdicts file in an environment of the program's
+    own that starts a traced child.
+
+    Launchers build the environment of the ranks they start from a copy of
+    os.environ taken before they import anything (`accelerate launch`,
+    torchrun): it names the verdicts their own parent handed them, or none,
+    and each child would judge again the directories its launcher just
+    judged, 2-3 ms of a child that imports torch. Only a dict that carries
+    the test id is touched: its program is about to be traced by us."""
+    path = os.environ.get(ENV_VERDICTS)
+    if (type(environment) is dict and path is not None
+            and _config.ENV_TEST_ID in environment and environment.get(ENV_VERDICTS) != path):
+        environment[ENV_VERDICTS] = path
 
 
 def _spawned_files(event, args):

@@ -79,8 +79,10 @@ def test_names_with_a_tab_or_newline_are_left_to_the_child(tmp_path):
 
 def test_a_traced_process_hands_its_verdicts_to_the_interpreters_it_starts(tmp_path):
     """The parent judged a directory its child never imports from; the child
-    (started through the environment) has its verdict, one started with an
-    environment of its own does not. Their evidence is the same."""
+    has its verdict, whether it inherits os.environ or gets an environment
+    the parent copied before it judged anything (as launchers do); one
+    started with an environment that is not traced is left alone. The
+    evidence of the traced children is the same."""
     repo = tmp_path / "repo"
     (repo / "parent_only").mkdir(parents=True)
     (repo / "shared").mkdir()
@@ -97,14 +99,18 @@ def test_a_traced_process_hands_its_verdicts_to_the_interpreters_it_starts(tmp_p
         """)
     write(repo / "parent.py", """
         import os, subprocess, sys
+        early = dict(os.environ)  # before anything is judged here
+        untraced = {k: v for k, v in early.items() if k != "FASTCI_TRACE_TEST_ID"}
         here = os.path.dirname(os.path.abspath(__file__))
         sys.path.insert(0, os.path.join(here, "parent_only"))
         import p
         p.p()
         child = [sys.executable, os.path.join(here, "child.py")]
         subprocess.run(child, check=True)
-        own = {k: v for k, v in os.environ.items() if k != "FASTCI_TRACE_VERDICTS"}
-        subprocess.run(child, check=True, env=own)
+        subprocess.run(child, check=True, env=early)
+        subprocess.run([sys.executable, "-c", "pass"], check=True, env=untraced)
+        print(early["FASTCI_TRACE_VERDICTS"] == os.environ["FASTCI_TRACE_VERDICTS"],
+              "FASTCI_TRACE_VERDICTS" in untraced)
         print(os.path.isfile(os.environ["FASTCI_TRACE_VERDICTS"]))
         """)
     out = tmp_path / "out"
@@ -113,7 +119,7 @@ def test_a_traced_process_hands_its_verdicts_to_the_interpreters_it_starts(tmp_p
     proc = subprocess.run(cmd, cwd=str(repo), env=clean_env(), timeout=120,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True", "False", "True"], proc.stdout + proc.stderr
+    assert proc.stdout.split() == ["True", "True", "True", "False", "True"], proc.stdout + proc.stderr
     assert os.listdir(str(out / "_verdicts"))  # beside the evidence, not in a test's folder
     functions = []
     for root, _, names in os.walk(str(out)):
