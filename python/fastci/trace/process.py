@@ -35,6 +35,7 @@ from .sampler import ENV_VERDICTS, Sampler, export_ranks
 
 _sampler = None
 _hooks_installed = False
+_sigterm_handler_installed = False
 _stopping = False        # a final write is in progress
 _deferred_signal = None  # SIGTERM that arrived during it, re-raised after
 
@@ -48,7 +49,14 @@ def start(config: _config.Config, test_id: str | None = None) -> Sampler:
     """Start sampling this process (idempotent: returns the running Sampler).
 
     If `test_id` is given, samples are attributed to it until exit (or until
-    a pytest item temporarily takes over).
+    a pytest item temporarily takes over), and the sampling thread starts
+    now. Without one (pytest's process), it starts with the first test
+    (Sampler.begin), and so does the SIGTERM handler its watch needs.
+    Until then the process runs collection: imports, whose functions the
+    recorder has exactly and whose samples a dormant Ticker would not take
+    (Sampler._new_ticker). A thread costs a process that imports torch
+    10-15 ms: once one exists, glibc's malloc takes its locks for good
+    (docs/Evidence.md, "Overhead").
     """
     global _sampler
     if _sampler is not None:
@@ -58,9 +66,20 @@ def start(config: _config.Config, test_id: str | None = None) -> Sampler:
         _sampler.begin(test_id)
     at_fork = _sampler.fork_hooks(_end_fork_latency, _after_fork_in_child)
     _install_hooks(at_fork or _after_fork_in_child)
-    _sampler.on_tick = _sigterm_watch
-    _sampler.start()
+    if test_id:
+        _start_thread()
+    else:
+        _sampler.before_first_test = _start_thread
     return _sampler
+
+
+def _start_thread():
+    """Start the sampling thread of this process's Sampler, with the SIGTERM
+    handler that ends it and the watch that runs in it."""
+    _install_sigterm_handler()
+    if _sampler is not None:
+        _sampler.on_tick = _sigterm_watch
+        _sampler.start()
 
 
 def start_from_env(environ: Mapping[str, str] | None = None) -> Sampler | None:
@@ -104,7 +123,6 @@ def _install_hooks(after_fork_in_child):
     # The extension's, where it loads: it makes the child latent without
     # running Python, or calls _after_fork_in_child (Sampler.fork_hooks).
     os.register_at_fork(after_in_child=after_fork_in_child)
-    _install_sigterm_handler()
     # Two hooks: the suffixes judge opened files, not spawned programs.
     _recorder.add_audit_hook(_on_audit, ("open",), suffixes=_SKIPPED_SUFFIXES)
     _recorder.add_audit_hook(_on_audit, tuple(sorted(_SPAWN_EVENTS)))
@@ -251,9 +269,12 @@ def _register_mp_finalizer(sampler):
 
 
 def _install_sigterm_handler():
-    global _sigterm_watch
+    global _sigterm_watch, _sigterm_handler_installed
+    if _sigterm_handler_installed:  # it survives stop()/start() and fork
+        return
     if threading.current_thread() is not threading.main_thread():
         return  # only the main thread may install handlers
+    _sigterm_handler_installed = True
     previous = signal.getsignal(signal.SIGTERM)
     if previous is signal.SIG_DFL or callable(previous):
         signal.signal(signal.SIGTERM, functools.partial(_on_sigterm, previous))

@@ -325,6 +325,9 @@ class Sampler:
         # monotonic time (process.py's SIGTERM watch), or None. It returns
         # the time by which it wants to be called again, or None.
         self.on_tick = None
+        # Called once, by the first begin(): what starts the thread of a
+        # process that waits for its first test (process.start), or None.
+        self.before_first_test = None
 
     # -- lifecycle -------------------------------------------------------
     def start(self):
@@ -510,6 +513,9 @@ class Sampler:
         that thread is the one the call burst starts in.
         """
         self._recorder.end_latency()  # a latent fork child has something to report
+        starting, self.before_first_test = self.before_first_test, None
+        if starting is not None:
+            starting()
         self._harvest()
         sink = Sink(test_id, self.config.out)
         with self._lock:

@@ -3,6 +3,8 @@
 import os
 import re
 
+import pytest
+
 from conftest import by_function, clean_env, load_out, run_inner_pytest, write
 
 ATTRIBUTION_TESTS = """
@@ -204,3 +206,41 @@ def test_bad_rate_is_a_usage_error(tmp_path):
                             "--fastci-trace-rate", "fast")
     assert proc.returncode == 4
     assert "FASTCI_TRACE_RATE: 'fast' is not a rate in Hz" in proc.stderr
+
+
+
+THREAD_PROBE = """
+    import os
+    import signal
+
+    from fastci.trace import process
+
+    def state():
+        return (process.active()._thread is not None, len(os.listdir("/proc/self/task")),
+                signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+
+    def pytest_collection_finish(session):
+        print("collected", state())
+
+    def pytest_sessionfinish(session):
+        print("finished", state())
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_pytest_process_starts_its_thread_with_the_first_test(tmp_path):
+    """Collection runs without the sampling thread, and without the SIGTERM
+    handler its watch needs (process.start); the first test starts both.
+    A run that collects only never starts them."""
+    write(tmp_path / "conftest.py", THREAD_PROBE)
+    write(tmp_path / "test_probe.py", "def test_first():\n    pass\n")
+    proc = run_inner_pytest(tmp_path, "--fastci-trace-out", str(tmp_path / "o"), "-s")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "collected (False, 1, True)" in proc.stdout, proc.stdout
+    assert "finished (True, 2, False)" in proc.stdout, proc.stdout
+    assert load_out(tmp_path / "o")  # the test's evidence
+    collected = run_inner_pytest(tmp_path, "--fastci-trace-out", str(tmp_path / "c"),
+                                 "--collect-only", "-s")
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert "finished (False, 1, True)" in collected.stdout, collected.stdout
+    assert (tmp_path / "c" / "_collection").is_dir()  # collection is recorded all the same
