@@ -213,11 +213,11 @@ def core_metadata(dist):
 
     def close():
         if name in _CORE_FIELDS:
-            text = "".join(value).rstrip("\r\n")
-            if "\n" in text:  # folded: importlib (3.10+) dedents it
+            joined = "".join(value).rstrip("\r\n")
+            if "\n" in joined:  # folded: importlib (3.10+) dedents it
                 import textwrap
-                text = textwrap.dedent(" " * 8 + text)
-            fields.setdefault(name, []).append(text)
+                joined = textwrap.dedent(" " * 8 + joined)
+            fields.setdefault(name, []).append(joined)
 
     # email.feedparser's field name and colon: printable ASCII but the colon.
     field_name = re.compile(r"[\041-\071\073-\176]*:")
