@@ -135,9 +135,11 @@ _SKIPPED_SUFFIXES = (".py", ".pyc", ".pyo")
 # has right now (sampler.own_ranks). Not os.fork: a fork child is rank-less
 # until torch.distributed says otherwise and has its parent's verdicts, and
 # a program it starts raises its own event in the child; in a parent that
-# forks DataLoader workers, each event cost ~1 ms of copied pages.
-_SPAWN_EVENTS = frozenset(("subprocess.Popen", "os.posix_spawn", "os.spawn",
-                           "os.exec", "os.system"))
+# forks DataLoader workers, each event cost ~1 ms of copied pages. Each
+# with where its arguments hold the environment it passes the program
+# (None: the program inherits os.environ).
+_SPAWN_EVENTS = {"subprocess.Popen": 3, "os.posix_spawn": 2, "os.spawn": 3,
+                 "os.exec": 2, "os.system": None}
 _READ_FLAGS = getattr(os, "O_ACCMODE", 3)
 
 
@@ -177,7 +179,7 @@ def _on_audit(event, args):
 
 def _spawn_environment(event, args):
     """The environment a spawn event passes the new program, or None (os.environ)."""
-    index = {"subprocess.Popen": 3, "os.spawn": 3, "os.exec": 2, "os.posix_spawn": 2}.get(event)
+    index = _SPAWN_EVENTS[event]
     return args[index] if index is not None and len(args) > index else None
 
 
@@ -192,8 +194,7 @@ def _hand_verdicts(environment):
     judged, 2-3 ms of a child that imports torch. Only a dict that carries
     the test id is touched: its program is about to be traced by us."""
     path = os.environ.get(ENV_VERDICTS)
-    if (type(environment) is dict and path is not None
-            and _config.ENV_TEST_ID in environment and environment.get(ENV_VERDICTS) != path):
+    if type(environment) is dict and path is not None and _config.ENV_TEST_ID in environment:
         environment[ENV_VERDICTS] = path
 
 
