@@ -1095,16 +1095,11 @@ static PyObject *fork_latent, *fork_full;
 static double fork_wall, fork_cpu;
 static PyObject *fork_mark_name, *fork_mark_module;
 
-/* Ends latency: calls the callback once, keeping the caller's exception
- * state (record() may run while an exception is being thrown into a
- * generator). Nothing may disturb the program: a failing callback loses
- * only the samples of the child. */
-static void end_latency(void) {
-  PyObject *callback = latent_callback;
-  if (!callback)
-    return;
-  latent_callback = NULL;
-  latent = 0;
+/* Calls \p callback (a reference this steals) keeping the caller's
+ * exception state: record() may run while an exception is being thrown
+ * into a generator. Nothing may disturb the program: a failing callback
+ * costs only samples. */
+static void call_quietly(PyObject *callback) {
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
   PyObject *result = PyObject_CallNoArgs(callback);
@@ -1113,6 +1108,16 @@ static void end_latency(void) {
   Py_XDECREF(result);
   Py_DECREF(callback);
   PyErr_Restore(type, value, traceback);
+}
+
+/* Ends latency: calls the callback once. */
+static void end_latency(void) {
+  PyObject *callback = latent_callback;
+  if (!callback)
+    return;
+  latent_callback = NULL;
+  latent = 0;
+  call_quietly(callback);
 }
 
 /* Whatever a latent process imports or executes is something to report.
@@ -1338,6 +1343,9 @@ typedef struct {
 static atomic_int repository_ran;
 /* The dormant Ticker's state, if any; read and written with the GIL. */
 static TickState *dormant_ticker;
+/* What starts a sampling thread that waits for repository code to run
+ * (set_wake_hook), called once; NULL when none waits. With the GIL. */
+static PyObject *wake_hook;
 
 /* Ends the sampling thread's sleep now: it plans its next tick anew. Not in
  * a fork child on the parent's state, whose lock a thread the child lacks
@@ -1363,6 +1371,30 @@ static void repository_code_ran(void) {
   dormant_ticker = NULL;
   if (state)
     wake_ticker(state);
+  PyObject *hook = wake_hook;
+  wake_hook = NULL;
+  if (hook)
+    call_quietly(hook);
+}
+
+/* set_wake_hook(hook) -> bool: call \p hook once, when repository code
+ * first runs at test time in this process; False, with nothing kept, when
+ * it has run already. None forgets the hook. A fork child inherits both
+ * (the sampler's hook does nothing there: a child starts its own thread). */
+static PyObject *recorder_set_wake_hook(PyObject *module, PyObject *hook) {
+  if (hook != Py_None && !PyCallable_Check(hook)) {
+    PyErr_SetString(PyExc_TypeError,
+                    "set_wake_hook() wants a callable or None");
+    return NULL;
+  }
+  Py_CLEAR(wake_hook);
+  if (hook == Py_None)
+    Py_RETURN_TRUE;
+  if (atomic_load(&repository_ran))
+    Py_RETURN_FALSE;
+  Py_INCREF(hook);
+  wake_hook = hook;
+  Py_RETURN_TRUE;
 }
 
 /* A fork child's dormant Ticker is made anew (sampler.after_fork_in_child);
@@ -2099,6 +2131,9 @@ static PyMethodDef module_methods[] = {
      "latent() -> bool: whether this is a latent fork child."},
     {"end_latency", recorder_end_latency, METH_NOARGS,
      "end_latency(): something to report: call the latency callback."},
+    {"set_wake_hook", recorder_set_wake_hook, METH_O,
+     "set_wake_hook(hook) -> bool: call hook once when repository code "
+     "first runs at test time; False when it has run already."},
 #if PY_VERSION_HEX >= 0x030B0000
     {"hit", recorder_hit, METH_O,
      "hit(disarmed): called by armed code; records its first execution."},

@@ -49,14 +49,18 @@ def start(config: _config.Config, test_id: str | None = None) -> Sampler:
     """Start sampling this process (idempotent: returns the running Sampler).
 
     If `test_id` is given, samples are attributed to it until exit (or until
-    a pytest item temporarily takes over), and the sampling thread starts
-    now. Without one (pytest's process), it starts with the first test
-    (Sampler.begin), and so does the SIGTERM handler its watch needs.
-    Until then the process runs collection: imports, whose functions the
-    recorder has exactly and whose samples a dormant Ticker would not take
-    (Sampler._new_ticker). A thread costs a process that imports torch
-    10-15 ms: once one exists, glibc's malloc takes its locks for good
-    (docs/Evidence.md, "Overhead").
+    a pytest item temporarily takes over), and the SIGTERM handler is
+    installed now; where the Ticker is dormant the sampling thread waits
+    until repository code runs at test time or the process starts a
+    program (Sampler.start's `lazily`): a launcher imports torch and its
+    package first, then runs the package's code or waits for its child,
+    with a thread for flushes and the SIGTERM watch. Without a test id
+    (pytest's process), the thread and the handler start with the first
+    test (Sampler.begin). Until then the process runs collection: imports,
+    whose functions the recorder has exactly and whose samples a dormant
+    Ticker would not take (Sampler._new_ticker). A thread costs a process
+    that imports torch 10-15 ms: once one exists, glibc's malloc takes its
+    locks for good (docs/Evidence.md, "Overhead").
     """
     global _sampler
     if _sampler is not None:
@@ -67,19 +71,19 @@ def start(config: _config.Config, test_id: str | None = None) -> Sampler:
     at_fork = _sampler.fork_hooks(_end_fork_latency, _after_fork_in_child)
     _install_hooks(at_fork or _after_fork_in_child)
     if test_id:
-        _start_thread()
+        _start_thread(lazily=True)
     else:
         _sampler.before_first_test = _start_thread
     return _sampler
 
 
-def _start_thread():
-    """Start the sampling thread of this process's Sampler, with the SIGTERM
-    handler that ends it and the watch that runs in it."""
+def _start_thread(lazily=False):
+    """Start the sampling thread of this process's Sampler (Sampler.start),
+    with the SIGTERM handler that ends it and the watch that runs in it."""
     _install_sigterm_handler()
     if _sampler is not None:
         _sampler.on_tick = _sigterm_watch
-        _sampler.start()
+        _sampler.start(lazily)
 
 
 def start_from_env(environ: Mapping[str, str] | None = None) -> Sampler | None:
@@ -164,6 +168,10 @@ def _on_audit(event, args):
         except Exception:
             pass  # never let bookkeeping break the program's open()
     elif event in _SPAWN_EVENTS:
+        if event != "os.exec":  # which replaces this process
+            # A launcher waits for its program from now on: flushes and
+            # the SIGTERM watch need the thread.
+            sampler.start_waiting_thread()
         export_ranks(os.environ)
         try:
             sampler.export_verdicts(os.environ)

@@ -343,6 +343,15 @@ class FunctionRecorder:
         if self._module is not None and hasattr(self._module, "end_latency"):
             self._module.end_latency()
 
+    def when_repository_runs(self, hook):
+        """Call `hook` once, when repository code first runs at test time in
+        this process (what wakes a dormant Ticker); False, with nothing
+        kept, when it has run already or the extension cannot tell. None
+        forgets the hook."""
+        if self._module is None or not hasattr(self._module, "set_wake_hook"):
+            return False
+        return self._module.set_wake_hook(hook)
+
     def reset(self):
         """Start a new test: every code is recorded again at its next execution."""
         if self._ext is not None:

@@ -311,6 +311,7 @@ class Sampler:
         export_ranks(os.environ)
         self._thread = None
         self._ticker = None  # the running thread's _recorder.Ticker, if any
+        self._waiting = False  # start(lazily=True) made the Ticker, not yet the thread
         self._ticks_charged = 0.0  # its `cpu` as settled with sinks so far
         self._failed = False
         # What a fork child calls (fork_hooks), and Sink.forked()'s `fork`
@@ -330,16 +331,41 @@ class Sampler:
         self.before_first_test = None
 
     # -- lifecycle -------------------------------------------------------
-    def start(self):
-        """Start the sampling thread (idempotent)."""
-        if self._thread is None and not self._failed:
-            with self._lock:
-                self._asleep = False
-                self._generation += 1
-                generation = self._generation
-            self._ticker = self._new_ticker()
+    def start(self, lazily=False):
+        """Start the sampling thread (idempotent).
+
+        `lazily`, where the Ticker is dormant: the thread itself waits for
+        what would wake its Ticker, repository code running at test time
+        (the extension calls start_waiting_thread), or for a caller of
+        start_waiting_thread. Until then the process has nothing a sample
+        could turn into an evidence line and no flush to make that its
+        final write would not, and no thread: once a process has one,
+        glibc's malloc takes its locks and libstdc++'s reference counts
+        turn atomic for good, which cost a launcher that imports torch
+        and its package 10-15 ms (docs/Evidence.md, "Overhead").
+        """
+        if self._thread is not None or self._failed:
+            return
+        if not self._waiting:
+            self._ticker = self._new_ticker()  # here, in the thread that starts sampling
             self._ticks_charged = 0.0
-            self._thread = SamplingThread(self._run, generation, self._ticker)
+        if lazily and self._ticker is not None and self._ticker.dormant:
+            self._waiting = self._recorder.when_repository_runs(self.start_waiting_thread)
+            if self._waiting:
+                return
+        elif self._waiting:
+            self._waiting = False
+            self._recorder.when_repository_runs(None)
+        with self._lock:
+            self._asleep = False
+            self._generation += 1
+            generation = self._generation
+        self._thread = SamplingThread(self._run, generation, self._ticker)
+
+    def start_waiting_thread(self):
+        """Start the thread that start(lazily=True) left waiting, if any."""
+        if self._waiting:
+            self.start()
 
     def _new_ticker(self):
         """A Ticker for the next thread, or None without the extension (then _run sleeps in Python).
@@ -381,6 +407,9 @@ class Sampler:
             return
         self._allow_latent_forks(False)
         thread, self._thread = self._thread, None
+        if self._waiting:
+            self._waiting = False
+            self._recorder.when_repository_runs(None)
         if thread is not None:
             with self._lock:
                 self._generation += 1
@@ -468,6 +497,7 @@ class Sampler:
         self._lock = threading.RLock()
         self._write_lock = threading.RLock()
         self._thread = None
+        self._waiting = False  # the parent's; the child starts its own thread
         # The parent's ticker and its queued tick (_recorder.c ignores it here).
         forks.keep(self._ticker)
         self._ticker = None
@@ -572,6 +602,7 @@ class Sampler:
             sink.exact &= working and self.coverage == "exact"
             if not working and self._ticker is not None:
                 self._ticker.wake()  # nothing would wake a dormant one now
+                self.start_waiting_thread()
             for code in functions:
                 sink.functions.setdefault(id(code), code)
             for code, importer in imports:

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, clean_env, write  # also puts the package on sys.path
+from conftest import PYTHON, clean_env, recorded, write  # also puts the package on sys.path
 
 from fastci.trace import config as trace_config
 from fastci.trace import recorder as trace_recorder
@@ -402,6 +402,51 @@ def test_signal_watch_counts_deliveries_in_front_of_the_python_handler(tmp_path)
     proc = subprocess.run([PYTHON, str(script)], env=clean_env(), capture_output=True, text=True)
     assert proc.returncode == -signal.SIGUSR2, proc.stderr
     assert proc.stdout.split("\n")[:5] == ["False", "True True", "False", "2 True", "2"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_a_child_imports_without_a_thread_until_it_runs_repository_code_or_a_program(tmp_path):
+    """A traced interpreter whose Ticker is dormant starts its sampling
+    thread when repository code first runs at test time, or when it starts
+    a program, whichever comes first (Sampler.start's `lazily`); its
+    imports run single-threaded. The SIGTERM handler is there from the
+    start, and the evidence is complete either way."""
+    if trace_recorder.extension() is None:
+        pytest.skip("no _recorder extension for this interpreter: the thread starts at once")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    write(repo / "pkg.py", """
+        import os
+
+        IMPORTED = len(os.listdir("/proc/self/task"))
+
+        def threads():
+            return len(os.listdir("/proc/self/task"))
+        """)
+    program = """
+        import os, signal, subprocess, sys
+        import pkg
+        print(pkg.IMPORTED, len(os.listdir("/proc/self/task")),
+              signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL)
+        if sys.argv[1] == "spawn":
+            subprocess.run(["true"], check=True)
+            print(len(os.listdir("/proc/self/task")))
+        print(pkg.threads())
+        """
+    results = {}
+    for first in ("run", "spawn"):
+        out = tmp_path / ("out-" + first)
+        cmd = [PYTHON, "-m", "fastci.trace", "run", "--test-id", "t::" + first, "--out",
+               str(out), "--", PYTHON, "-c", textwrap.dedent(program), first]
+        proc = subprocess.run(cmd, cwd=str(repo), env=clean_env(), timeout=120,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.returncode == 0, proc.stderr
+        results[first] = proc.stdout.split()
+        evidence = recorded(out)["t::" + first]
+        assert evidence["functions"] == {"threads"}, evidence
+        assert evidence["import_functions"] == {"<module>"}, evidence
+        assert evidence["coverage"] == {"exact"}, evidence
+    assert results == {"run": ["1", "1", "True", "2"], "spawn": ["1", "1", "True", "2", "2"]}
 
 
 def test_fork_child_caches_are_replaced_not_freed(tmp_path):

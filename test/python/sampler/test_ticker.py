@@ -235,14 +235,19 @@ def test_ticker_refuses_bad_arguments():
     start = time.monotonic()
     ticker.wait(start + 60, 1.0, start + 60)  # stopped: returns at once
     assert time.monotonic() - start < 1.0
+    with pytest.raises(TypeError, match="wants a callable or None"):
+        _EXTENSION.set_wake_hook(1)
+    assert _EXTENSION.set_wake_hook(None) is True
 
 
 def test_a_dormant_ticker_waits_for_repository_code_at_test_time(tmp_path):
     """Where the recorder is exact, the sampling thread takes no ticks until
     repository code runs at test time: before, a sample could only count as
     import-time or external. The first test-time execution wakes it at once
-    and for good (a later dormant Ticker starts awake); wake() ends a
-    dormancy nothing else would. A fresh process: the answer is per process."""
+    and for good (a later dormant Ticker starts awake), and starts the
+    thread itself, which waited for it (Sampler.start's `lazily`); wake()
+    ends a dormancy nothing else would. A fresh process: the answer is per
+    process."""
     repo = tmp_path / "repo"
     repo.mkdir()
     write(repo / "busy.py", """
@@ -271,18 +276,19 @@ def test_a_dormant_ticker_waits_for_repository_code_at_test_time(tmp_path):
             pass
         sys.path.insert(0, repo)
         import busy  # import time: still dormant
-        print("before", sampler.coverage, ticker.dormant, ticks())
+        print("before", sampler.coverage, ticker.dormant, ticks(), sampler._thread is None)
         busy.work(0.3)
-        print("after", ticker.dormant, ticks() > 10)
+        print("after", ticker.dormant, ticks() > 10, sampler._thread is None)
         Ticker = recorder.extension().Ticker
-        print("later", Ticker([], {}, dormant=True).dormant)
+        print("later", Ticker([], {}, dormant=True).dormant,
+              recorder.extension().set_wake_hook(print))  # nothing left to wait for
         process.stop()
         """)
     out = subprocess.run([PYTHON, str(driver), str(repo)], env=clean_env(), timeout=60,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:3] == ["before exact True 0", "after False True",
-                                          "later False"], out.stdout + out.stderr
+    assert out.stdout.split("\n")[:3] == ["before exact True 0 True", "after False True False",
+                                          "later False False"], out.stdout + out.stderr
     wake = write(tmp_path / "wake.py", """
         import threading, time
         from fastci.trace import recorder
