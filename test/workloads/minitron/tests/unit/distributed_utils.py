@@ -7,24 +7,17 @@ test via torch.multiprocessing's exception propagation.
 """
 
 import os
-import socket
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _entry(rank, world_size, port, fn, args):
     torch.set_num_threads(1)
     os.environ["WORLD_SIZE"] = str(world_size)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
-                            rank=rank, world_size=world_size)
+    store = dist.TCPStore("127.0.0.1", port, world_size, False)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size)
     try:
         fn(rank, world_size, *args)
     finally:
@@ -32,4 +25,8 @@ def _entry(rank, world_size, port, fn, args):
 
 
 def run_distributed(fn, world_size=2, *args):
-    mp.spawn(_entry, args=(world_size, _free_port(), fn, args), nprocs=world_size, join=True)
+    # The store's server listens before any rank starts. With a tcp://
+    # init_method rank 0 opens it, and a rank that connects first retries a
+    # whole second later (c10d's connect): +1 s in a quarter of the runs.
+    store = dist.TCPStore("127.0.0.1", 0, world_size, True, wait_for_workers=False)
+    mp.spawn(_entry, args=(world_size, store.port, fn, args), nprocs=world_size, join=True)
