@@ -337,12 +337,13 @@ class Sampler:
         `lazily`, where the Ticker is dormant: the thread itself waits for
         what would wake its Ticker, repository code running at test time
         (the extension calls start_waiting_thread), or for a caller of
-        start_waiting_thread. Until then the process has nothing a sample
-        could turn into an evidence line and no flush to make that its
-        final write would not, and no thread: once a process has one,
-        glibc's malloc takes its locks and libstdc++'s reference counts
-        turn atomic for good, which cost a launcher that imports torch
-        and its package 10-15 ms (docs/Evidence.md, "Overhead").
+        start_waiting_thread. Until then no sample could become an
+        evidence line, and what a flush would save are import-time records,
+        which the final write (atexit, the SIGTERM handler) saves too; so
+        the process does without a thread, whose mere existence makes
+        glibc's malloc take its locks and libstdc++'s reference counts turn
+        atomic for good: 10-15 ms of a launcher that imports torch and its
+        package (docs/Evidence.md, "Overhead").
         """
         if self._thread is not None or self._failed:
             return
