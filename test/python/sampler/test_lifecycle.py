@@ -409,8 +409,10 @@ def test_a_child_imports_without_a_thread_until_it_runs_repository_code_or_a_pro
     """A traced interpreter whose Ticker is dormant starts its sampling
     thread when repository code first runs at test time, or when it starts
     a program, whichever comes first (Sampler.start's `lazily`); its
-    imports run single-threaded. The SIGTERM handler is there from the
-    start, and the evidence is complete either way."""
+    imports run single-threaded. A fork child that runs repository code
+    starts its own thread and leaves the parent's waiting. The SIGTERM
+    handler is there from the start, and the evidence is complete either
+    way."""
     if trace_recorder.extension() is None:
         pytest.skip("no _recorder extension for this interpreter: the thread starts at once")
     repo = tmp_path / "repo"
@@ -431,10 +433,18 @@ def test_a_child_imports_without_a_thread_until_it_runs_repository_code_or_a_pro
         if sys.argv[1] == "spawn":
             subprocess.run(["true"], check=True)
             print(len(os.listdir("/proc/self/task")))
+        if sys.argv[1] == "fork":  # the child runs the code; the parent waits on
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.write(write, str(pkg.threads()).encode())
+                os._exit(0)
+            os.waitpid(pid, 0)
+            print(os.read(read, 16).decode(), len(os.listdir("/proc/self/task")))
         print(pkg.threads())
         """
     results = {}
-    for first in ("run", "spawn"):
+    for first in ("run", "spawn", "fork"):
         out = tmp_path / ("out-" + first)
         cmd = [PYTHON, "-m", "fastci.trace", "run", "--test-id", "t::" + first, "--out",
                str(out), "--", PYTHON, "-c", textwrap.dedent(program), first]
@@ -446,7 +456,8 @@ def test_a_child_imports_without_a_thread_until_it_runs_repository_code_or_a_pro
         assert evidence["functions"] == {"threads"}, evidence
         assert evidence["import_functions"] == {"<module>"}, evidence
         assert evidence["coverage"] == {"exact"}, evidence
-    assert results == {"run": ["1", "1", "True", "2"], "spawn": ["1", "1", "True", "2", "2"]}
+    assert results == {"run": ["1", "1", "True", "2"], "spawn": ["1", "1", "True", "2", "2"],
+                       "fork": ["1", "1", "True", "2", "1", "2"]}
 
 
 def test_fork_child_caches_are_replaced_not_freed(tmp_path):
