@@ -208,7 +208,6 @@ def test_bad_rate_is_a_usage_error(tmp_path):
     assert "FASTCI_TRACE_RATE: 'fast' is not a rate in Hz" in proc.stderr
 
 
-
 THREAD_PROBE = """
     import os
     import signal
