@@ -15,7 +15,7 @@
 #include "fastci/Diff/DiffAttrs.h"
 #include "fastci/Diff/FileDecision.h"
 #include "fastci/Diff/ImportGraph.h"
-#include "fastci/Diff/ModuleLevel.h"
+#include "fastci/Python/ModuleLevel.h"
 #include "fastci/Evidence/EvidenceAttrs.h"
 #include "fastci/Python/PythonAttrs.h"
 #include "llvm/ADT/DenseMap.h"

@@ -152,6 +152,7 @@ bool FileAnalyzer::enter(TSNode node, uint32_t depth) {
   }
   if (node.id == frames.back().docstring && muteDepth == UINT32_MAX)
     muteDepth = depth;
+  enterBodyStatement(node, depth);
   // Named lambdas open an entity (and its scope) in the switch below.
   if (kind != Kind::Lambda || node.id != namedLambda)
     recordNames(node, kind, depth);

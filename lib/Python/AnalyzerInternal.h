@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <tree_sitter/api.h>
+#include <tuple>
 
 extern "C" const TSLanguage *tree_sitter_python(void);
 
@@ -352,6 +353,30 @@ struct Frame {
   const void *nameNode = nullptr;
 };
 
+/// What one statement directly in a module's or class's body does with
+/// names (BodyFlows).
+struct BodyStatement {
+  /// It may act beyond binding names (classifyStatement).
+  bool effect = false;
+  /// The names it binds.
+  std::vector<std::string> binds;
+  /// The module-level names it loads, resolved.
+  std::vector<std::string> reads;
+};
+
+/// A name or attribute chain loaded in a scope, as written, and the body
+/// statement it belongs to (NameScope::statement), or -1.
+struct NameLoad {
+  StringRef text;
+  int statement;
+  friend bool operator<(const NameLoad &a, const NameLoad &b) {
+    return std::tie(a.text, a.statement) < std::tie(b.text, b.statement);
+  }
+  friend bool operator==(const NameLoad &a, const NameLoad &b) {
+    return a.text == b.text && a.statement == b.statement;
+  }
+};
+
 /// A Python scope as name resolution sees it: an entity's (module, class,
 /// function, named lambda) or a comprehension's or unnamed lambda's, which
 /// belong to the entity around them.
@@ -369,8 +394,17 @@ struct NameScope {
   llvm::StringMap<std::string> imports{};
   /// `global` (true) and `nonlocal` (false) declarations.
   llvm::StringMap<bool> declared{};
-  /// Names and attribute chains loaded here, as written.
-  std::vector<StringRef> loads{};
+  /// Names and attribute chains loaded here.
+  std::vector<NameLoad> loads{};
+  /// The module or class scope whose body statements hold this scope's
+  /// loads: itself for a body, the enclosing body for a comprehension or an
+  /// unnamed lambda in it; -1 inside functions.
+  int body = -1;
+  /// The statement of that body being walked (a body scope), or the one
+  /// this scope lies in; -1 outside every statement (a class's header).
+  int statement = -1;
+  /// A body scope's statements, in order.
+  std::vector<BodyStatement> statements{};
 };
 
 struct PendingCall {
@@ -424,10 +458,20 @@ private:
   void pushScope(ScopeKind kind, LocalId owner, uint32_t depth);
   /// Binds \p name in the current scope (or where `global` sends it).
   void bind(StringRef name);
+  /// Records a load of \p name (as written) in the current scope.
+  void load(StringRef name);
+  /// Opens a statement of the current body scope when \p node is one.
+  void enterBodyStatement(TSNode node, uint32_t depth);
+  /// The flows of the body scope \p scope, its loads resolved.
+  BodyFlows getBodyFlows(const NameScope &scope) const;
   /// Binds every name an assignment target pattern holds.
   void bindTargets(TSNode target, bool markStores = true, unsigned depth = 0);
   void bindParameters(TSNode parameters);
   void resolveNames();
+  /// What \p load (a name or chain loaded in \p scope) names: the dotted
+  /// module-level name, or nothing for a local or a builtin.
+  std::optional<std::string> resolveLoad(const NameScope &scope,
+                                         StringRef load) const;
   /// The dotted name source[begin, end) spells, whitespace and line
   /// continuations dropped; "" when it holds anything else.
   StringRef chainText(uint32_t begin, uint32_t end);

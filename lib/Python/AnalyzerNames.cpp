@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "AnalyzerInternal.h"
+#include "fastci/Python/ModuleLevel.h"
+#include <map>
 
 using namespace fastci;
 using namespace fastci::python;
@@ -89,8 +91,47 @@ void FileAnalyzer::recordImportTimeCall(TSNode node, StringRef callee,
 
 void FileAnalyzer::pushScope(ScopeKind kind, LocalId owner, uint32_t depth) {
   int parent = openScopes.empty() ? -1 : openScopes.back();
-  scopes.push_back(NameScope{kind, parent, owner, depth});
-  openScopes.push_back(static_cast<int>(scopes.size() - 1));
+  int index = static_cast<int>(scopes.size());
+  NameScope &scope = scopes.emplace_back(NameScope{kind, parent, owner, depth});
+  if (kind != ScopeKind::Function) {
+    // A body: statement 0 stands for what runs outside its statements (a
+    // class's bases, keywords and decorators), which may act on anything.
+    scope.body = index;
+    scope.statement = 0;
+    scope.statements.push_back(BodyStatement{/*effect=*/true, {}, {}});
+  } else if (parent >= 0 && scopes[parent].owner == owner) {
+    // A comprehension or unnamed lambda belongs to the statement around it.
+    scope.body = scopes[parent].body;
+    scope.statement = scopes[parent].statement;
+  }
+  openScopes.push_back(index);
+}
+
+void FileAnalyzer::load(StringRef name) {
+  NameScope &scope = scopes[openScopes.back()];
+  scope.loads.push_back({name, scope.body >= 0 ? scope.statement : -1});
+}
+
+void FileAnalyzer::enterBodyStatement(TSNode node, uint32_t depth) {
+  int index = openScopes.back();
+  NameScope &scope = scopes[index];
+  if (scope.body != index || depth == 0 || !ts_node_is_named(node))
+    return;
+  // A module's statements sit at depth 1; a class's in the block of its
+  // class_definition, which is the scope's node or, decorated, its child.
+  bool inBody =
+      scope.kind == ScopeKind::Module
+          ? depth == 1
+          : depth >= 3 && kindPath[depth - 1] == Kind::Block &&
+                kindPath[depth - 2] == Kind::ClassDefinition &&
+                (depth - 2 == scope.depth || depth - 3 == scope.depth);
+  if (!inBody)
+    return;
+  ModuleLevelEdit edit;
+  classifyStatement(source, node, edit);
+  scope.statement = static_cast<int>(scope.statements.size());
+  scope.statements.push_back(
+      BodyStatement{edit.effect, std::move(edit.defines), {}});
 }
 
 void FileAnalyzer::bind(StringRef name) {
@@ -212,7 +253,7 @@ void FileAnalyzer::recordNames(TSNode node, Kind kind, uint32_t depth) {
       // last identifier, which ends the attribute node.
       StringRef chain = chainText(startPath[top], endPath[top]);
       if (!chain.empty())
-        scopes[openScopes.back()].loads.push_back(chain);
+        load(chain);
       return;
     }
     case Kind::FunctionDefinition:
@@ -237,7 +278,7 @@ void FileAnalyzer::recordNames(TSNode node, Kind kind, uint32_t depth) {
         return;
       break;
     }
-    scopes[openScopes.back()].loads.push_back(text(node));
+    load(text(node));
     return;
   }
   case Kind::Assignment:
@@ -462,50 +503,18 @@ void FileAnalyzer::resolveNames() {
     llvm::sort(scope.loads);
     scope.loads.erase(std::unique(scope.loads.begin(), scope.loads.end()),
                       scope.loads.end());
-    for (StringRef load : scope.loads) {
-      auto [head, rest] = load.split('.');
-      auto withRest = [&](StringRef base) {
-        return rest.empty() ? base.str() : (base + "." + rest).str();
-      };
-      // Python's lookup: the scope itself, enclosing function scopes (class
-      // bodies are not visible from nested scopes), then the module.
-      std::optional<std::string> resolved;
-      bool local = false, toModule = false;
-      bool first = true;
-      for (int at = &scope - scopes.data(); at > 0 && !resolved && !local;
-           at = scopes[at].parent, first = false) {
-        const NameScope &candidate = scopes[at];
-        if (candidate.kind == ScopeKind::Class && !first)
-          continue;
-        auto declared = candidate.declared.find(head);
-        if (declared != candidate.declared.end() && declared->second) {
-          toModule = true;
-          break;
-        }
-        // An import inside a function still names where the value lives.
-        auto import = candidate.imports.find(head);
-        if (import != candidate.imports.end())
-          resolved = withRest(import->second);
-        else if (candidate.bound.contains(head))
-          local = true;
+    StringRef last;
+    std::optional<std::string> resolved;
+    for (const NameLoad &loaded : scope.loads) {
+      if (loaded.text != last || &loaded == scope.loads.data()) {
+        last = loaded.text;
+        resolved = resolveLoad(scope, loaded.text);
+        if (resolved)
+          byOwner[scope.owner + 1].push_back(*resolved);
       }
-      (void)toModule;
-      if (local)
-        continue;
-      if (!resolved) {
-        const NameScope &module = scopes[0];
-        auto import = module.imports.find(head);
-        if (import != module.imports.end())
-          resolved = withRest(import->second);
-        else if (module.bound.contains(head))
-          resolved =
-              moduleName.empty() ? load : (moduleName + "." + load).str();
-        else if (isBuiltinName(head))
-          continue;
-        else
-          resolved = load.str();
-      }
-      byOwner[scope.owner + 1].push_back(std::move(*resolved));
+      if (resolved && scope.body >= 0 && loaded.statement >= 0)
+        scopes[scope.body].statements[loaded.statement].reads.push_back(
+            *resolved);
     }
   }
   for (auto [index, names] : llvm::enumerate(byOwner)) {
@@ -516,4 +525,73 @@ void FileAnalyzer::resolveNames() {
     else
       summary.entities[index - 1].names = std::move(names);
   }
+  for (const NameScope &scope : scopes) {
+    if (&scope - scopes.data() != scope.body)
+      continue;
+    if (scope.kind == ScopeKind::Module)
+      summary.moduleBody = getBodyFlows(scope);
+    else if (scope.owner >= 0 &&
+             static_cast<size_t>(scope.owner) < summary.entities.size())
+      summary.entities[scope.owner].body = getBodyFlows(scope);
+  }
+}
+
+std::optional<std::string> FileAnalyzer::resolveLoad(const NameScope &scope,
+                                                     StringRef load) const {
+  auto [head, rest] = load.split('.');
+  auto withRest = [&](StringRef base) {
+    return rest.empty() ? base.str() : (base + "." + rest).str();
+  };
+  // Python's lookup: the scope itself, enclosing function scopes (class
+  // bodies are not visible from nested scopes), then the module.
+  bool first = true;
+  for (int at = &scope - scopes.data(); at > 0;
+       at = scopes[at].parent, first = false) {
+    const NameScope &candidate = scopes[at];
+    if (candidate.kind == ScopeKind::Class && !first)
+      continue;
+    auto declared = candidate.declared.find(head);
+    if (declared != candidate.declared.end() && declared->second)
+      break; // `global`: the module's binding.
+    // An import inside a function still names where the value lives.
+    auto import = candidate.imports.find(head);
+    if (import != candidate.imports.end())
+      return withRest(import->second);
+    if (candidate.bound.contains(head))
+      return std::nullopt; // local
+  }
+  const NameScope &module = scopes[0];
+  auto import = module.imports.find(head);
+  if (import != module.imports.end())
+    return withRest(import->second);
+  if (module.bound.contains(head))
+    return moduleName.empty() ? load.str() : (moduleName + "." + load).str();
+  if (isBuiltinName(head))
+    return std::nullopt;
+  return load.str();
+}
+
+BodyFlows FileAnalyzer::getBodyFlows(const NameScope &scope) const {
+  BodyFlows flows;
+  std::map<std::string, std::vector<std::string>> byName;
+  for (const BodyStatement &statement : scope.statements) {
+    if (statement.effect) {
+      llvm::append_range(flows.effectNames, statement.reads);
+      continue;
+    }
+    for (const std::string &bound : statement.binds)
+      if (bound != "*")
+        llvm::append_range(byName[bound], statement.reads);
+  }
+  for (auto &[name, reads] : byName) {
+    llvm::sort(reads);
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    if (!reads.empty())
+      flows.flows.emplace_back(name, std::move(reads));
+  }
+  llvm::sort(flows.effectNames);
+  flows.effectNames.erase(
+      std::unique(flows.effectNames.begin(), flows.effectNames.end()),
+      flows.effectNames.end());
+  return flows;
 }

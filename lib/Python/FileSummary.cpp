@@ -22,8 +22,8 @@ namespace {
 constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
 // 4: names left out of hashes, 5: pytest facts, 6: import aliases,
 // 8: parameters, fixture facts and mark names, 9: names, parse errors,
-// enclosing items, 10: an IR section and a link section.
-constexpr uint32_t kSummaryVersion = 10;
+// enclosing items, 10: an IR section and a link section, 11: body flows.
+constexpr uint32_t kSummaryVersion = 11;
 
 class Writer {
 public:
@@ -258,6 +258,24 @@ bool isValidLocal(LocalId id, size_t limit) {
   return id == kModuleScope || (id >= 0 && static_cast<size_t>(id) < limit);
 }
 
+void writeBodyFlows(Writer &w, const BodyFlows &body) {
+  w.u32(body.flows.size());
+  for (const auto &[name, reads] : body.flows) {
+    w.str(name);
+    w.strings(reads);
+  }
+  w.strings(body.effectNames);
+}
+
+void readBodyFlows(Reader &r, BodyFlows &body) {
+  body.flows.resize(r.count());
+  for (auto &[name, reads] : body.flows) {
+    name = r.str();
+    reads = r.strings();
+  }
+  body.effectNames = r.strings();
+}
+
 /// The IR section: everything the importer builds the module from.
 void writeIRSection(Writer &w, const FileSummary &summary) {
   w.u64(summary.moduleHash);
@@ -273,6 +291,7 @@ void writeIRSection(Writer &w, const FileSummary &summary) {
     w.strings(entity.decorators);
     w.u8(entity.isAsync | entity.isLambda << 1 | entity.isFixture << 2);
     w.strings(entity.names);
+    writeBodyFlows(w, entity.body);
   }
   w.u32(getNumEdges(summary));
   forEachEdge(summary, [&](const EdgeRef &edge) {
@@ -304,6 +323,7 @@ void writeIRSection(Writer &w, const FileSummary &summary) {
   }
   w.u8(summary.parseError);
   w.strings(summary.moduleNames);
+  writeBodyFlows(w, summary.moduleBody);
 }
 
 /// The link section: what only linkPytestItems reads.
@@ -356,6 +376,7 @@ llvm::Error readIRSection(StringRef bytes, SummaryParts parts,
     entity.isLambda = flags & 2;
     entity.isFixture = flags & 4;
     entity.names = r.strings();
+    readBodyFlows(r, entity.body);
   }
   // Checked here, so that forEachEdge can trust them.
   uint32_t numEdges = r.count();
@@ -401,6 +422,7 @@ llvm::Error readIRSection(StringRef bytes, SummaryParts parts,
   }
   summary.parseError = r.u8() & 1;
   summary.moduleNames = r.strings();
+  readBodyFlows(r, summary.moduleBody);
   if (!r.ok() || !r.atEnd())
     return llvm::createStringError("truncated or corrupted summary");
   // Local ids must point backwards (parents precede children) or the

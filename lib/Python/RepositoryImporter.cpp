@@ -182,6 +182,19 @@ Attribute floorOverridesAttr(const FloorOverrides &floors) {
   }
   return Attribute::getDict(std::move(overrides));
 }
+/// Sets attr::kFlows and attr::kEffectNames of a module or class entity.
+void setBodyFlows(AttrDict &attrs, BodyFlows &&body) {
+  if (!body.flows.empty()) {
+    AttrDict flows;
+    for (auto &[name, reads] : body.flows)
+      flows.set(name, Attribute::takeStringList(std::move(reads)));
+    attrs.set(attr::kFlows, Attribute::getDict(std::move(flows)));
+  }
+  if (!body.effectNames.empty())
+    attrs.set(attr::kEffectNames,
+              Attribute::takeStringList(std::move(body.effectNames)));
+}
+
 } // namespace
 
 FileResult Importer::processFile(const SourceFile &file, bool useCache) const {
@@ -487,6 +500,7 @@ LogicalResult Importer::run() {
       if (!summary.moduleNames.empty())
         attrs.set(attr::kNames,
                   Attribute::takeStringList(std::move(summary.moduleNames)));
+      setBodyFlows(attrs, std::move(summary.moduleBody));
     }
     for (EntitySummary &entity : summary.entities) {
       EntityId parent = entity.parent == kModuleScope
@@ -510,6 +524,7 @@ LogicalResult Importer::run() {
       if (!entity.names.empty())
         attrs.set(attr::kNames,
                   Attribute::takeStringList(std::move(entity.names)));
+      setBodyFlows(attrs, std::move(entity.body));
       entry.ids.push_back(id);
     }
     stats.bytesRead += result.size;

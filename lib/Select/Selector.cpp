@@ -1048,7 +1048,11 @@ bool Selector::applyModuleNames(const RelevantChange &change,
   }
   // The names as readers spell them: `pkg.mod.X`, and `pkg.X` where
   // `pkg/__init__.py` re-exports it (`from .mod import X`, `import *`).
+  // Each target after the first ones is a name a body statement binds from
+  // one of them (`__version__ = ".".join(__version_tuple__)`): `origins`
+  // says which, for the reasons.
   std::vector<std::string> targets;
+  llvm::StringMap<std::string> origins;
   for (const std::string &name : change.defines)
     if (name != "*")
       targets.push_back(
@@ -1069,23 +1073,30 @@ bool Selector::applyModuleNames(const RelevantChange &change,
       if (EntityId entry = getEntry(test); entry != kNoEntity)
         testsByEntry[entry].push_back(test.index);
   }
-  for (size_t i = 0; i < targets.size() && targets.size() < 4096; ++i) {
-    llvm::StringRef target = targets[i];
-    llvm::StringRef owner = target.rsplit('.').first,
-                    last = target.rsplit('.').second;
-    auto add = [&](EntityId from, llvm::StringRef name) {
-      std::string alias = (module.getEntity(from).symbol + "." + name).str();
-      if (!llvm::is_contained(targets, alias))
-        targets.push_back(alias);
+  constexpr size_t kMaxTargets = 4096;
+  auto addTarget = [&](std::string target, const std::string &origin) {
+    if (targets.size() < kMaxTargets && !llvm::is_contained(targets, target)) {
+      if (!origin.empty())
+        origins.try_emplace(target, origin);
+      targets.push_back(std::move(target));
+    }
+  };
+  auto addReExports = [&](size_t i) {
+    std::string target = targets[i];
+    llvm::StringRef owner = llvm::StringRef(target).rsplit('.').first,
+                    last = llvm::StringRef(target).rsplit('.').second;
+    std::string origin = origins.lookup(target);
+    auto add = [&](EntityId from) {
+      addTarget((module.getEntity(from).symbol + "." + last).str(), origin);
     };
     if (auto it = importsByName->find(target); it != importsByName->end())
       for (EntityId from : it->second)
-        add(from, last);
+        add(from);
     // `from owner import *` (an edge naming the module itself).
     if (auto it = importsByName->find(owner); it != importsByName->end())
       for (EntityId from : it->second)
-        add(from, last);
-  }
+        add(from);
+  };
 
   // Entities reading a target or an attribute of it (`X.y`), or the module
   // object itself (which may be read through getattr).
@@ -1097,24 +1108,101 @@ bool Selector::applyModuleNames(const RelevantChange &change,
           (!exact && it->first[target.size()] == '.'))
         found.try_emplace(it->second, it->first.str());
   };
-  for (const std::string &target : targets)
-    collect(target, /*exact=*/false);
-  if (EntityId owner = getModuleOf(change.entity); owner != kNoEntity) {
-    collect(module.getEntity(owner).symbol, /*exact=*/true);
-    found.erase(owner);
+  EntityId owner = getModuleOf(change.entity);
+  std::string ownerSymbol =
+      owner != kNoEntity ? module.getEntity(owner).symbol.str() : "";
+  if (owner != kNoEntity)
+    collect(ownerSymbol, /*exact=*/true);
+  // A name read in a body is loaded when its module is imported: whether
+  // that reaches beyond the names the body binds is the reading
+  // statement's kind (parse-python's `flows` and `effect_names`).
+  auto readsTarget = [&](const Attribute *names) {
+    if (!names || !names->isList())
+      return false;
+    return llvm::any_of(names->getList(), [&](const Attribute &name) {
+      if (!name.isString())
+        return false;
+      llvm::StringRef read = name.getString();
+      if (read == ownerSymbol)
+        return true;
+      return llvm::any_of(targets, [&](llvm::StringRef target) {
+        return read.starts_with(target) &&
+               (read.size() == target.size() || read[target.size()] == '.');
+      });
+    });
+  };
+  // The changed module's own body passes its names on too: a name bound
+  // from a changed one in the same module is changed as well.
+  std::vector<EntityId> bodies;
+  if (owner != kNoEntity)
+    bodies.push_back(owner);
+  for (size_t expanded = 0, collected = 0, seen = 0;;) {
+    for (; expanded < targets.size(); ++expanded)
+      addReExports(expanded);
+    for (; collected < targets.size(); ++collected)
+      collect(targets[collected], /*exact=*/false);
+    for (; seen < found.size(); ++seen) {
+      EntityId reader = found.begin()[seen].first;
+      EntityKind kind = module.getEntity(reader).kind;
+      if (reader != owner &&
+          (kind == EntityKind::Module || kind == EntityKind::Class))
+        bodies.push_back(reader);
+    }
+    size_t before = targets.size();
+    for (EntityId body : bodies) {
+      const Attribute *flows =
+          module.getEntity(body).attrs.lookup(python::attr::kFlows);
+      if (!flows || !flows->isDict())
+        continue;
+      for (const auto &[bound, from] : flows->getDict())
+        if (readsTarget(&from))
+          addTarget((module.getEntity(body).symbol + "." + bound).str(),
+                    "bound by module-level code of " +
+                        quoteSymbol(module.getEntity(body).symbol));
+    }
+    if (targets.size() == before)
+      break;
   }
+  if (owner != kNoEntity)
+    found.erase(owner);
 
   const Change &record = changes.getRecord(change);
   std::string changed = quoteSymbol(record.symbol);
   bool any = false;
   for (const auto &[reader, name] : found) {
     const Entity &entity = module.getEntity(reader);
-    std::string reads = "reads '" + name +
-                        "', bound by changed module-level code of " + changed;
+    std::string origin = origins.lookup(name);
+    std::string reads =
+        "reads '" + name + "', " +
+        (origin.empty() ? "bound by changed module-level code of " + changed
+                        : origin + " from a name changed in " + changed);
     std::string what = quoteSymbol(entity.symbol) + " " + reads;
     if (entity.kind == EntityKind::Module || entity.kind == EntityKind::Class) {
-      // A module or class body reading it runs at import.
-      any |= selectImporters(getModuleOf(reader), what);
+      const AttrDict &attrs = entity.attrs;
+      bool knowsFlows = attrs.contains(python::attr::kFlows) ||
+                        attrs.contains(python::attr::kEffectNames);
+      if (!knowsFlows ||
+          readsTarget(attrs.lookup(python::attr::kEffectNames))) {
+        // A statement that may act beyond binding names reads it (or an
+        // older parse-python did not say which statements read it): what
+        // importing the module does changes.
+        any |= selectImporters(getModuleOf(reader), what);
+        continue;
+      }
+      // Only statements that bind names read it: their names are targets
+      // above. A class's methods read its attributes through `self`.
+      if (entity.kind == EntityKind::Class)
+        for (const ChangeExecution &execution :
+             ChangeSet::getExecutions(graph, changes.getRegion(reader))) {
+          any = true;
+          verdicts[execution.test].offer(SelectionRule::ModuleName, [&] {
+            return "module-name: it runs " +
+                   quoteSymbol(module.getEntity(execution.hottest).symbol) +
+                   " of " + quoteSymbol(entity.symbol) +
+                   ", whose attributes are bound by class-level code that " +
+                   reads;
+          });
+        }
       continue;
     }
     for (TestId test : graph.getTestsExecuting(reader)) {

@@ -28,6 +28,19 @@ using LocalId = int32_t;
 /// The module-level scope of a file.
 inline constexpr LocalId kModuleScope = -1;
 
+/// How the statements directly in a module's or class's body pass names on
+/// (attr::kFlows, attr::kEffectNames): what lets selection follow a changed
+/// module-level name through the statements that read it.
+struct BodyFlows {
+  /// For each name that a statement which only binds names binds: the
+  /// module-level names those statements load, resolved; sorted by name.
+  std::vector<std::pair<std::string, std::vector<std::string>>> flows;
+  /// The module-level names loaded by statements that may act beyond
+  /// binding names, and, for a class, by its header (bases, keywords,
+  /// decorators); resolved, sorted and de-duplicated.
+  std::vector<std::string> effectNames;
+};
+
 /// A class or function (including lambdas bound to a name).
 struct EntitySummary {
   /// Class or Function.
@@ -57,6 +70,8 @@ struct EntitySummary {
   /// The module-level names its own code loads, resolved (see
   /// attr::kNames), sorted and de-duplicated.
   std::vector<std::string> names;
+  /// Classes: how the class body's statements pass names on.
+  BodyFlows body;
 };
 
 /// An import or a call site.
@@ -260,6 +275,8 @@ struct FileSummary {
   bool parseError = false;
   /// The names the module-level code loads (attr::kNames).
   std::vector<std::string> moduleNames;
+  /// How the module-level statements pass names on.
+  BodyFlows moduleBody;
   /// Module-level code creates tests whose names are not known statically
   /// (`globals()[...] = ...`, a call given `globals()`, `exec`): the file
   /// item stands for them.

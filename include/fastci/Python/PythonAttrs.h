@@ -42,6 +42,24 @@ inline constexpr llvm::StringLiteral kEnclosingReason = "enclosing_reason";
 /// module-level name selection.
 inline constexpr llvm::StringLiteral kNames = "names";
 
+/// Dict from name to a string list, on module and class entities: for each
+/// name a statement directly in the body binds while doing nothing else
+/// (ModuleLevel.h: an assignment to names, an import, a `def`/`class` with
+/// pure decorators, an `if`/`try` of those), the module-level names those
+/// statements load, resolved as in kNames. A changed name that only such
+/// statements read changes the names they bind, not what importing the
+/// module does. Written when not empty. Read by select-affected.
+inline constexpr llvm::StringLiteral kFlows = "flows";
+
+/// String list, on module and class entities: the module-level names loaded
+/// by body statements that may act beyond binding names (a call, an
+/// assignment into another object, a registering decorator), and by a
+/// class's bases, keywords and decorators; resolved as in kNames, sorted.
+/// A changed name read here changes what importing the module does. Written
+/// when not empty; a body with kNames but neither this nor kFlows was
+/// parsed by an older parse-python. Read by select-affected.
+inline constexpr llvm::StringLiteral kEffectNames = "effect_names";
+
 /// Bool, on a test: pytest collects it (the parametrize marks' or a
 /// fixture's params) as several items this one item stands for.
 inline constexpr llvm::StringLiteral kParametrized = "parametrized";

@@ -12,13 +12,14 @@
 // it does not know.
 //
 //===----------------------------------------------------------------------===//
-#ifndef FASTCI_DIFF_MODULELEVEL_H
-#define FASTCI_DIFF_MODULELEVEL_H
+#ifndef FASTCI_PYTHON_MODULELEVEL_H
+#define FASTCI_PYTHON_MODULELEVEL_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include <cstdint>
 #include <string>
+#include <tree_sitter/api.h>
 #include <vector>
 
 namespace fastci {
@@ -50,6 +51,14 @@ struct ModuleLevelEdit {
 void classifyModuleLevel(llvm::StringRef source, llvm::StringRef qualName,
                          llvm::ArrayRef<uint32_t> lines, ModuleLevelEdit &edit);
 
+/// Classifies the statement \p statement (a node of a tree-sitter-python
+/// tree of \p source, directly in a module's or class's body) whole: what
+/// parse-python records per statement of a body, so that selection can
+/// follow a changed name through the statements that read it (`flows`,
+/// `effect_names`). Results accumulate into \p edit.
+void classifyStatement(llvm::StringRef source, const TSNode &statement,
+                       ModuleLevelEdit &edit);
+
 /// True when the decorator \p name (dotted, as parse-python records it,
 /// arguments dropped) is known to bind its function without registering it
 /// anywhere (`property`, `staticmethod`, `functools.lru_cache`,
@@ -58,4 +67,4 @@ bool isPureDecorator(llvm::StringRef name);
 
 } // namespace fastci
 
-#endif // FASTCI_DIFF_MODULELEVEL_H
+#endif // FASTCI_PYTHON_MODULELEVEL_H

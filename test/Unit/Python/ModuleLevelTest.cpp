@@ -2,12 +2,10 @@
 //
 // Checks which module- and class-level statements classifyModuleLevel()
 // calls definitions (and the names they bind) and which effects, that it
-// fails safe on what it cannot parse or find, and the import graph's
-// closures with parent packages and function-level imports.
+// fails safe on what it cannot parse or find.
 //
 //===----------------------------------------------------------------------===//
-#include "fastci/Diff/ModuleLevel.h"
-#include "fastci/Diff/ImportGraph.h"
+#include "fastci/Python/ModuleLevel.h"
 #include "gtest/gtest.h"
 
 using namespace fastci;
@@ -112,40 +110,6 @@ TEST(ModuleLevelTest, PureDecorators) {
   for (llvm::StringRef name :
        {"register", "app.route", "torch.jit.script", "MODELS.register_module"})
     EXPECT_FALSE(isPureDecorator(name)) << name.str();
-}
-
-TEST(ImportGraphTest, ClosuresFollowParentPackagesAndModuleLevelImports) {
-  Module module;
-  auto addModule = [&](llvm::StringRef name, llvm::StringRef path) {
-    EntityId file = module.addEntity(EntityKind::File, path);
-    return module.addEntity(EntityKind::Module, name, file);
-  };
-  EntityId pkg = addModule("pkg", "pkg/__init__.py");
-  EntityId sub = addModule("pkg.sub", "pkg/sub/__init__.py");
-  EntityId leaf = addModule("pkg.sub.leaf", "pkg/sub/leaf.py");
-  EntityId lazy = addModule("pkg.lazy", "pkg/lazy.py");
-  EntityId test = addModule("tests.test_x", "tests/test_x.py");
-  EntityId fn = module.addEntity(EntityKind::Function, "pkg.sub.leaf.f", leaf);
-  module.addEdge(
-      {EdgeKind::Import, test, kNoEntity, module.intern("pkg.sub.leaf.f")});
-  module.addEdge({EdgeKind::Import, fn, lazy, module.intern("pkg.lazy")});
-  ImportGraph graph(module);
-  EXPECT_EQ(graph.getModuleOf(fn), leaf);
-  EXPECT_EQ(graph.lookupModule("pkg.sub.leaf.f.attr"), leaf);
-  EXPECT_EQ(graph.lookupModule("numpy"), kNoEntity);
-  EXPECT_EQ(graph.getModuleForFile("pkg/lazy.py"), lazy);
-  // Importing pkg.sub.leaf runs pkg and pkg.sub first.
-  llvm::DenseSet<EntityId> importers = graph.getImportersClosure(pkg);
-  EXPECT_TRUE(importers.contains(test));
-  EXPECT_TRUE(graph.getImportersClosure(lazy).contains(test));
-  llvm::DenseSet<EntityId> all = graph.getImportClosure({test});
-  EXPECT_TRUE(all.contains(lazy) && all.contains(sub));
-  // The function-level import runs only when the function does.
-  llvm::DenseSet<EntityId> atImport =
-      graph.getImportClosure({test}, kNoEntity, /*moduleLevelOnly=*/true);
-  EXPECT_FALSE(atImport.contains(lazy));
-  EXPECT_TRUE(atImport.contains(leaf));
-  EXPECT_FALSE(graph.getImportClosure({test}, leaf, true).contains(lazy));
 }
 
 } // namespace

@@ -10,7 +10,7 @@
 // same (unchanged) function as before, so it is not an effect of the edit.
 //
 //===----------------------------------------------------------------------===//
-#include "fastci/Diff/ModuleLevel.h"
+#include "fastci/Python/ModuleLevel.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -70,6 +70,8 @@ public:
       : source(source), lines(lines), edit(edit) {}
 
   void run(StringRef qualName);
+  /// Classifies \p node whole, whatever the changed lines.
+  void classify(TSNode node) { statement(node); }
 
 private:
   StringRef type(TSNode node) const { return ts_node_type(node); }
@@ -399,4 +401,9 @@ void fastci::classifyModuleLevel(StringRef source, StringRef qualName,
   std::vector<uint32_t> sorted(lines.begin(), lines.end());
   llvm::sort(sorted);
   Classifier(source, sorted, edit).run(qualName);
+}
+
+void fastci::classifyStatement(StringRef source, const TSNode &statement,
+                               ModuleLevelEdit &edit) {
+  Classifier(source, {}, edit).classify(statement);
 }
