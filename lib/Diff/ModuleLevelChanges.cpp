@@ -216,8 +216,11 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
     if (edit.effect)
       change.attrs.set(diff::attr::kEffectStatement,
                        Attribute::getString(edit.effectStatement));
-    else if (!edit.imports.empty())
+    else if (!edit.imports.empty()) {
       change.attrs.set(diff::attr::kChangedImports,
                        Attribute::getStringList(edit.imports));
+      if (edit.onlyImports)
+        change.attrs.set(diff::attr::kImportsOnly, Attribute::getBool(true));
+    }
   }
 }

@@ -235,6 +235,7 @@ void Classifier::statement(TSNode node) {
   if (kind == "import_statement" || kind == "import_from_statement" ||
       kind == "future_import_statement")
     return importNames(node);
+  edit.onlyImports = false;
   if (kind == "pass_statement" || kind == "global_statement" ||
       kind == "nonlocal_statement")
     return;

@@ -55,6 +55,9 @@ ChangeSet::ChangeSet(const Module &module)
       };
       readNames(diff::attr::kDefines, relevant.defines);
       readNames(diff::attr::kChangedImports, relevant.imports);
+      relevant.importsOnly =
+          change.attrs.get(diff::attr::kImportsOnly).isBool() &&
+          change.attrs.get(diff::attr::kImportsOnly).getBool();
     }
     relevant.oldSymbols.push_back(change.symbol.str());
     if (std::optional<llvm::StringRef> from =

@@ -23,6 +23,7 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -130,6 +131,10 @@ private:
   bool applyParseError(const RelevantChange &change);
   bool applyModuleNames(const RelevantChange &change, llvm::StringRef scope);
   bool applyModuleCode(const RelevantChange &change);
+  /// For a change made of import statements: whether every process of
+  /// \p test had loaded each module they import already, so that there they
+  /// only bind names (which module-name follows).
+  bool importsLoadedIn(const RelevantChange &change, TestId test);
   bool applyImportTime(const RelevantChange &change);
   bool selectImporters(EntityId moduleEntity, const std::string &what);
   llvm::DenseSet<EntityId> getImporters(EntityId moduleEntity);
@@ -176,6 +181,11 @@ private:
   /// Module-level import edges by the name they import (their modules),
   /// and tests by entry, for module-name selection.
   std::optional<llvm::StringMap<std::vector<EntityId>>> importsByName;
+  /// Per test, the external top-level modules every record of it loaded
+  /// (nullopt: a record does not say), and the top-level modules installed
+  /// distributions provide; for importsLoadedIn.
+  std::optional<std::vector<std::optional<llvm::StringSet<>>>> loadedExternal;
+  llvm::StringSet<> installedModules;
   llvm::DenseMap<EntityId, std::vector<TestId>> testsByEntry;
   /// Readers of module-level names: (name, entity) sorted by name.
   std::optional<std::vector<std::pair<llvm::StringRef, EntityId>>> readers;
@@ -1281,6 +1291,8 @@ bool Selector::applyModuleCode(const RelevantChange &change) {
            "that code may read";
   bool any = false;
   auto offer = [&](TestId test, const std::string &how) {
+    if (change.importsOnly && importsLoadedIn(change, test))
+      return;
     any = true;
     verdicts[test].offer(SelectionRule::ModuleCode,
                          [&] { return "module-code: " + how + "; " + what; });
@@ -1298,6 +1310,60 @@ bool Selector::applyModuleCode(const RelevantChange &change) {
   for (TestId test : graph.getTestsRunningAtImport(owner))
     offer(test, "its evidence ran the body of " + name);
   return any;
+}
+
+bool Selector::importsLoadedIn(const RelevantChange &change, TestId test) {
+  if (!loadedExternal) {
+    // A record lists the top-level modules its processes imported or tried
+    // to import; one an installed distribution provides was loaded.
+    loadedExternal.emplace(module.getNumTests());
+    std::vector<bool> seen(module.getNumTests());
+    for (const EvidenceRecord &record : module.getEvidence()) {
+      if (record.test >= module.getNumTests())
+        continue;
+      std::optional<llvm::StringSet<>> &loaded = (*loadedExternal)[record.test];
+      const Attribute *names =
+          record.attrs.lookup(evidence::attr::kExternalImports);
+      llvm::StringSet<> these;
+      if (names && names->isList())
+        for (const Attribute &name : names->getList())
+          if (std::optional<llvm::StringRef> text = name.asString())
+            these.insert(*text);
+      if (!seen[record.test]) {
+        seen[record.test] = true;
+        if (names && names->isList())
+          loaded = std::move(these);
+      } else if (loaded && !(names && names->isList())) {
+        loaded.reset();
+      } else if (loaded) {
+        llvm::SmallVector<llvm::StringRef, 8> gone;
+        for (const auto &entry : *loaded)
+          if (!these.contains(entry.getKey()))
+            gone.push_back(entry.getKey());
+        for (llvm::StringRef name : gone)
+          loaded->erase(name);
+      }
+    }
+    if (const Attribute *dists =
+            module.getAttrs().lookup(evidence::attr::kDistributionModules);
+        dists && dists->isDict())
+      for (const auto &[dist, modules] : dists->getDict())
+        if (modules.isList())
+          for (const Attribute &name : modules.getList())
+            if (std::optional<llvm::StringRef> text = name.asString())
+              installedModules.insert(*text);
+  }
+  const std::optional<llvm::StringSet<>> &loaded = (*loadedExternal)[test];
+  buildImportGraph();
+  return llvm::all_of(change.imports, [&](llvm::StringRef written) {
+    // A repository module: mark-changed classified the change as an effect
+    // if importing it runs a body with effects no importer ran before.
+    if (written.starts_with(".") || imports->lookupModule(written) != kNoEntity)
+      return true;
+    // An external submodule may be new to the process: its body would run.
+    return !written.contains('.') && installedModules.contains(written) &&
+           loaded && loaded->contains(written);
+  });
 }
 
 bool Selector::applySampledCallers(const RelevantChange &change,

@@ -118,6 +118,13 @@ inline constexpr llvm::StringLiteral kDefines = "defines";
 /// target lacks); select-affected's reasons (rule `module-code`) name them.
 inline constexpr llvm::StringLiteral kChangedImports = "changed_imports";
 
+/// Bool, on a change with module_level = "definition" and changed_imports:
+/// every changed statement is an import statement. A process that had
+/// loaded each imported module already runs no module body for them, so
+/// only code reading the names they bind observes the change. Read by
+/// select-affected (module-code).
+inline constexpr llvm::StringLiteral kImportsOnly = "imports_only";
+
 /// String, on a change with module_level: the first changed statement that
 /// made it an effect, for reasons (`torch.manual_seed(0)`, line 12).
 inline constexpr llvm::StringLiteral kEffectStatement = "effect_statement";

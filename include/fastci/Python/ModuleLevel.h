@@ -37,6 +37,8 @@ struct ModuleLevelEdit {
   std::vector<std::string> imports;
   /// At least one changed statement was found.
   bool found = false;
+  /// Every changed statement found is an `import` or `from ... import`.
+  bool onlyImports = true;
 
   /// Sorts and de-duplicates \c defines and \c imports.
   void finish();

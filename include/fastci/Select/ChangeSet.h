@@ -63,6 +63,9 @@ struct RelevantChange {
   /// written (mark-changed's `changed_imports`); empty when it imports
   /// nothing.
   std::vector<std::string> imports;
+  /// For a Definition with imports: every changed statement is an import
+  /// (mark-changed's `imports_only`).
+  bool importsOnly = false;
   /// The change runs with effects when its module is imported (a
   /// module-level Effect, or a class whose own lines are one).
   bool importEffect = false;
