@@ -326,6 +326,11 @@ private:
             std::vector<MovePair> &pairs);
   void moveUntouchedMembers(llvm::ArrayRef<MovePair> pairs);
   void classifyModuleLevelChanges();
+  /// Whether every module and name \p imports (as written in
+  /// \p moduleEntity) takes from the repository exists there: a misspelt
+  /// one fails every importer's import, whoever reads the name.
+  bool importsResolve(EntityId moduleEntity,
+                      llvm::ArrayRef<std::string> imports);
   void checkNewImports(EntityId moduleEntity, llvm::ArrayRef<uint32_t> lines,
                        ModuleLevelEdit &edit);
   /// A file's text split into lines, read once for similarity.

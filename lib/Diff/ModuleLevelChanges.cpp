@@ -124,6 +124,25 @@ void ChangeMapper::Impl::checkNewImports(EntityId moduleEntity,
   }
 }
 
+bool ChangeMapper::Impl::importsResolve(EntityId moduleEntity,
+                                        llvm::ArrayRef<std::string> imports) {
+  if (!importGraph)
+    importGraph.emplace(module);
+  const Entity &self = module.getEntity(moduleEntity);
+  bool isPackage = llvm::sys::path::filename(
+                       module.getFilePath(moduleEntity)) == "__init__.py";
+  return llvm::all_of(imports, [&](const std::string &written) {
+    std::string name = resolveImport(written, self.symbol, isPackage);
+    // Outside the repository: select-affected asks the evidence whether
+    // the processes had it loaded.
+    if (importGraph->lookupModule(name) == kNoEntity)
+      return !StringRef(written).starts_with(".");
+    // A module, or a function or class defined in one. A name bound by an
+    // assignment has no entity: it counts as unresolved.
+    return module.lookupEntity(name) != kNoEntity;
+  });
+}
+
 void ChangeMapper::Impl::classifyModuleLevelChanges() {
   for (PendingChange &change : pending) {
     if (change.dropped || change.kind == ChangeKind::Cosmetic ||
@@ -219,7 +238,7 @@ void ChangeMapper::Impl::classifyModuleLevelChanges() {
     else if (!edit.imports.empty()) {
       change.attrs.set(diff::attr::kChangedImports,
                        Attribute::getStringList(edit.imports));
-      if (edit.onlyImports)
+      if (edit.onlyImports && importsResolve(change.entity, edit.imports))
         change.attrs.set(diff::attr::kImportsOnly, Attribute::getBool(true));
     }
   }
