@@ -68,27 +68,28 @@ ChangeSet::ChangeSet(const Module &module)
       lines += range.last >= range.first ? range.last - range.first + 1 : 1;
     relevant.numLines = std::max<uint64_t>(lines, 1);
 
-    llvm::StringRef file = change.file;
-    if (file.empty() && change.entity < module.getNumEntities())
-      file = module.getFilePath(change.entity);
-    if (!file.empty())
-      changedFiles.push_back(file.str());
+    // Deleted code is observed by the tests that ran it (their evidence
+    // names it); other code that names no entity is not.
+    if (change.entity >= module.getNumEntities() && !change.file.empty() &&
+        change.kind != ChangeKind::Deleted)
+      wholeFileChanges.push_back(change.file.str());
   }
   for (const ChangedFile &file : module.getChangedFiles())
-    if (file.status == "added" || file.status == "renamed" ||
-        file.status == "deleted")
-      changedFiles.push_back(file.path.str());
-  llvm::sort(changedFiles);
-  changedFiles.erase(std::unique(changedFiles.begin(), changedFiles.end()),
-                     changedFiles.end());
+    if (file.status == "added" || file.status == "renamed")
+      wholeFileChanges.push_back(file.path.str());
+  llvm::sort(wholeFileChanges);
+  wholeFileChanges.erase(
+      std::unique(wholeFileChanges.begin(), wholeFileChanges.end()),
+      wholeFileChanges.end());
 }
 
 bool ChangeSet::isChangedEntity(EntityId entity) const {
   return entity < changedEntities.size() && changedEntities[entity];
 }
 
-bool ChangeSet::isChangedFile(llvm::StringRef path) const {
-  return std::binary_search(changedFiles.begin(), changedFiles.end(), path);
+bool ChangeSet::isWholeFileChange(llvm::StringRef path) const {
+  return std::binary_search(wholeFileChanges.begin(), wholeFileChanges.end(),
+                            path);
 }
 
 std::vector<EntityId> ChangeSet::getRegion(EntityId entity) const {

@@ -453,9 +453,11 @@ void Selector::applyTestRules() {
       });
     } else if (options.selectChangedTestFiles) {
       llvm::StringRef path = getTestFilePath(module, test);
-      if (!path.empty() && changes.isChangedFile(path))
+      if (!path.empty() && changes.isWholeFileChange(path))
         verdict.offer(SelectionRule::ChangedTest, [&] {
-          return ("its test file '" + path + "' changed").str();
+          return ("its test file '" + path +
+                  "' was added, renamed or changed outside its entities")
+              .str();
         });
     }
     if (EntityId file = getTestModule(test);

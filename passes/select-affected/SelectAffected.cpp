@@ -45,7 +45,8 @@ struct SelectAffectedPass : PassWrapper<SelectAffectedPass> {
       llvm::cl::init(true)};
   Option<bool> changedTestFiles{
       *this, "changed-test-files",
-      llvm::cl::desc("Select every test of a changed test file"),
+      llvm::cl::desc("Select every test of a test file added, renamed or "
+                     "changed outside its entities"),
       llvm::cl::init(true)};
   Option<bool> missing{*this, "missing",
                        llvm::cl::desc("Select tests without evidence"),

@@ -94,10 +94,12 @@ public:
   }
   /// True when \p entity itself has a non-cosmetic change.
   bool isChangedEntity(EntityId entity) const;
-  /// True when the file \p path has a behaviour-changing change: a
-  /// non-cosmetic entity change in it, or a changed_file record saying it
-  /// was added, renamed or deleted.
-  bool isChangedFile(llvm::StringRef path) const;
+  /// True when the file \p path changed in a way no entity of it holds: a
+  /// changed_file record says it was added or renamed (every test in it has
+  /// a new id), or a non-cosmetic change in it other than a deletion names
+  /// no entity. A change of an entity, or a deleted one, is observed through
+  /// that entity, test by test.
+  bool isWholeFileChange(llvm::StringRef path) const;
 
   /// The module the changes belong to.
   const Module &getModule() const { return module; }
@@ -116,7 +118,8 @@ private:
   std::vector<std::vector<EntityId>> children;
   std::vector<RelevantChange> changes;
   std::vector<bool> changedEntities;
-  std::vector<std::string> changedFiles;
+  /// The files isWholeFileChange() is true for, sorted.
+  std::vector<std::string> wholeFileChanges;
 };
 
 /// How far \p test's evidence can be trusted: its `evidence` attribute, or

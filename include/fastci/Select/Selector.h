@@ -100,7 +100,8 @@ struct SelectOptions {
   bool honorPolicyAll = true;
   /// Select tests whose entry (test function) changed.
   bool selectChangedTests = true;
-  /// Also select every test of a test file that changed.
+  /// Also select every test of a test file added, renamed or changed where
+  /// no entity holds the change (ChangeSet::isWholeFileChange).
   bool selectChangedTestFiles = true;
   /// Select tests without evidence.
   bool selectMissing = true;

@@ -51,7 +51,23 @@ TEST(ChangeSetTest, RegionsAndCosmeticChanges) {
   EXPECT_EQ(relevant.numLines, 4u);
   EXPECT_TRUE(changes.isChangedEntity(f.cls));
   EXPECT_FALSE(changes.isChangedEntity(f.g));
-  EXPECT_TRUE(changes.isChangedFile("pkg/m.py"));
+  // The class holds the change: the file is not changed as a whole.
+  EXPECT_FALSE(changes.isWholeFileChange("pkg/m.py"));
+}
+
+TEST(ChangeSetTest, WholeFileChanges) {
+  Fixture f;
+  f.module.addChange(ChangeKind::Modified, f.g);
+  f.module.addChange(ChangeKind::Modified, "pkg.data.X", "pkg/data.py");
+  f.module.addChange(ChangeKind::Deleted, "pkg.old.f", "pkg/old.py");
+  f.module.addChangedFile("tests/test_new.py", "added");
+  f.module.addChangedFile("tests/test_gone.py", "deleted");
+  ChangeSet changes(f.module);
+  EXPECT_FALSE(changes.isWholeFileChange("pkg/m.py"));
+  EXPECT_TRUE(changes.isWholeFileChange("pkg/data.py"));
+  EXPECT_FALSE(changes.isWholeFileChange("pkg/old.py"));
+  EXPECT_TRUE(changes.isWholeFileChange("tests/test_new.py"));
+  EXPECT_FALSE(changes.isWholeFileChange("tests/test_gone.py"));
 }
 
 TEST(ChangeSetTest, ParentCycleDoesNotHang) {
