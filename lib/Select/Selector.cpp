@@ -131,6 +131,10 @@ private:
   bool applyParseError(const RelevantChange &change);
   bool applyModuleNames(const RelevantChange &change, llvm::StringRef scope);
   bool applyModuleCode(const RelevantChange &change);
+  /// For a method added to an existing class: the tests that ran code of
+  /// the class, when dispatch may call the method without any caller
+  /// changing (a special method, an override of a base class's method).
+  bool applyDispatch(const RelevantChange &change);
   /// For a change made of import statements: whether every process of
   /// \p test had loaded each module they import already, so that there they
   /// only bind names (which module-name follows).
@@ -824,6 +828,8 @@ void Selector::applyChange(const RelevantChange &change) {
   }
   if (!executing.empty())
     reached = true;
+  if (record.kind == ChangeKind::Added && applyDispatch(change))
+    reached = true;
   if (change.level == ModuleLevel::Effect) {
     if (!reached)
       unreached.push_back(record.symbol.str());
@@ -1311,6 +1317,77 @@ bool Selector::applyModuleCode(const RelevantChange &change) {
     offer(test, "its recorded processes import " + name);
   for (TestId test : graph.getTestsRunningAtImport(owner))
     offer(test, "its evidence ran the body of " + name);
+  return any;
+}
+
+bool Selector::applyDispatch(const RelevantChange &change) {
+  if (change.entity == kNoEntity ||
+      module.getEntity(change.entity).kind != EntityKind::Function)
+    return false;
+  EntityId cls = module.getEntity(change.entity).parent;
+  if (cls == kNoEntity || cls >= module.getNumEntities() ||
+      module.getEntity(cls).kind != EntityKind::Class)
+    return false;
+  llvm::StringRef name = getSymbolLeaf(module.getEntity(change.entity).symbol);
+  // Python calls special methods itself (`len(x)`, `x == y`, `with x:`).
+  std::string how;
+  if (name.size() > 4 && name.starts_with("__") && name.ends_with("__"))
+    how = "a special method Python calls itself";
+  // A base class's code calls the method by its name on `self`: an override
+  // runs where the base's did. The candidate bases are what the class's
+  // header reads (`effect_names`; without them, every name it reads), and
+  // theirs in turn; one outside the repository may define any method.
+  llvm::SmallVector<EntityId, 4> work{cls};
+  llvm::DenseSet<EntityId> seen{cls};
+  while (how.empty() && !work.empty()) {
+    const Entity &at = module.getEntity(work.pop_back_val());
+    const Attribute *bases = at.attrs.lookup(python::attr::kEffectNames);
+    if (!bases && !at.attrs.contains(python::attr::kFlows))
+      bases = at.attrs.lookup(python::attr::kNames);
+    if (!bases || !bases->isList())
+      continue;
+    for (const Attribute &base : bases->getList()) {
+      if (!base.isString())
+        continue;
+      EntityId id = module.lookupEntity(base.getString());
+      if (id == kNoEntity) {
+        // A decorator or keyword that is not a class is read here too; any
+        // name the repository does not define may be an external base.
+        how = ("an override of a method its base '" + base.getString() +
+               "' (outside the repository) may define")
+                  .str();
+        break;
+      }
+      if (module.getEntity(id).kind != EntityKind::Class ||
+          !seen.insert(id).second)
+        continue;
+      if (module.lookupEntity(
+              (module.getEntity(id).symbol + "." + name).str()) != kNoEntity) {
+        how = "an override of " +
+              quoteSymbol((module.getEntity(id).symbol + "." + name).str());
+        break;
+      }
+      work.push_back(id);
+    }
+  }
+  if (how.empty())
+    return false;
+  std::vector<EntityId> region = changes.getRegion(cls);
+  llvm::erase_if(region, [&](EntityId id) {
+    return llvm::is_contained(change.region, id);
+  });
+  bool any = false;
+  for (const ChangeExecution &execution :
+       ChangeSet::getExecutions(graph, region)) {
+    any = true;
+    verdicts[execution.test].offer(SelectionRule::Executes, [&] {
+      return "it runs " +
+             quoteSymbol(module.getEntity(execution.hottest).symbol) + " of " +
+             quoteSymbol(module.getEntity(cls).symbol) + ", whose new " +
+             quoteSymbol(module.getEntity(change.entity).symbol) + " is " +
+             how + ": dispatch may call it";
+    });
+  }
   return any;
 }
 
