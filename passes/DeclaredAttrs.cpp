@@ -195,6 +195,8 @@ void registerDeclaredAttributes() {
       {py::kFlows, kEntity, K::Dict, "parse-python", "select-affected"},
       {py::kEffectNames, kEntity, K::StringList, "parse-python",
        "select-affected"},
+      {py::kStatementsHash, kEntity, K::String, "parse-python",
+       "merge-evidence"},
       {py::kParametrized, kTest, K::Bool, "parse-python", "users"},
       {py::kInheritedUnknown, kTest, K::Bool, "parse-python", "users"},
       {py::kDecorators, kEntity, K::StringList, "parse-python", "mark-changed"},

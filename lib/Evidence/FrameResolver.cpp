@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Evidence/FrameResolver.h"
+#include "fastci/Python/PythonAttrs.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -149,6 +150,17 @@ FrameResolver::FrameResolver(const Module &current,
     : source(&current), sourceIndex(&currentIndex), current(current),
       verifyNames(verifyNames) {}
 
+/// What a frame of \p entity ran, as a hash: a module's statements hash
+/// where parse-python wrote one (its body without members that only bind
+/// their name), else the content hash.
+static std::string getRunHash(const Entity &entity) {
+  if (entity.kind == EntityKind::Module)
+    if (std::optional<llvm::StringRef> hash =
+            lookupString(entity.attrs, python::attr::kStatementsHash))
+      return hash->str();
+  return llvm::utohexstr(entity.contentHash, /*LowerCase=*/true, 16);
+}
+
 FrameResolver::FrameResolver(const Module &snapshot,
                              const LineIndex &snapshotIndex,
                              const Module &current)
@@ -157,9 +169,12 @@ FrameResolver::FrameResolver(const Module &snapshot,
   for (const Entity &old : snapshot.getEntities()) {
     Translation &translation = translations[old.id];
     translation.entity = current.lookupEntity(old.symbol);
+    // A module body is stale when what its import runs changed: a function
+    // added beside it changes its content hash, not its statements.
     translation.stale =
         translation.entity == kNoEntity ||
-        current.getEntity(translation.entity).contentHash != old.contentHash;
+        (current.getEntity(translation.entity).contentHash != old.contentHash &&
+         getRunHash(current.getEntity(translation.entity)) != getRunHash(old));
   }
 }
 

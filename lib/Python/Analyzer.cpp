@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "AnalyzerInternal.h"
+#include "fastci/Python/ModuleLevel.h"
 
 using namespace fastci;
 using namespace fastci::python;
@@ -317,10 +318,15 @@ void FileAnalyzer::openEntity(TSNode outer, TSNode def, StringRef name,
   // member changes it while editing the member's body does not.
   if (depth < muteDepth) {
     std::string &parentTokens = frames.back().tokens;
+    size_t begin = parentTokens.size();
     // Split literals: "\x01class" would read as the escape \x01c.
     parentTokens += kind == EntityKind::Class ? "\x01" "class " : "\x01" "def ";
     parentTokens += name;
     parentTokens.push_back('\0');
+    if (frames.back().scope == ScopeKind::Module &&
+        llvm::all_of(entity.decorators,
+                     [](StringRef name) { return isPureDecorator(name); }))
+      frames.back().bindingOnlyMembers.emplace_back(begin, parentTokens.size());
   }
 
   LocalId id = static_cast<LocalId>(summary.entities.size());
@@ -348,9 +354,21 @@ void FileAnalyzer::closeFrame() {
   uint64_t hash = llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
       reinterpret_cast<const uint8_t *>(frame.tokens.data()),
       frame.tokens.size()));
-  if (frame.entity == kModuleScope)
-    summary.moduleHash = hash;
-  else
+  if (frame.entity == kModuleScope) {
+    summary.moduleHash = summary.moduleStatementsHash = hash;
+    if (!frame.bindingOnlyMembers.empty()) {
+      std::string statements;
+      size_t at = 0;
+      for (auto [begin, end] : frame.bindingOnlyMembers) {
+        statements.append(frame.tokens, at, begin - at);
+        at = end;
+      }
+      statements.append(frame.tokens, at);
+      summary.moduleStatementsHash = llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+          reinterpret_cast<const uint8_t *>(statements.data()),
+          statements.size()));
+    }
+  } else
     summary.entities[frame.entity].hash = hash;
   frames.pop_back();
 }

@@ -347,6 +347,10 @@ struct Frame {
   llvm::StringSet<> globals{};
   /// The token stream being hashed.
   std::string tokens{};
+  /// A module's: the byte ranges of `tokens` holding the placeholders of
+  /// members that only bind their name (pure decorators), which the
+  /// statements hash leaves out.
+  std::vector<std::pair<size_t, size_t>> bindingOnlyMembers{};
   /// The name of the definition that opened the frame: its text stays out
   /// of the hash (the symbol carries it), so a renamed function or class
   /// keeps its hash and mark-changed pairs it with its old name.

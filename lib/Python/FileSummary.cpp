@@ -22,8 +22,9 @@ namespace {
 constexpr uint32_t kSummaryMagic = 0x46435059; // "FCPY"
 // 4: names left out of hashes, 5: pytest facts, 6: import aliases,
 // 8: parameters, fixture facts and mark names, 9: names, parse errors,
-// enclosing items, 10: an IR section and a link section, 11: body flows.
-constexpr uint32_t kSummaryVersion = 11;
+// enclosing items, 10: an IR section and a link section, 11: body flows and
+// the statements hash.
+constexpr uint32_t kSummaryVersion = 12;
 
 class Writer {
 public:
@@ -279,6 +280,7 @@ void readBodyFlows(Reader &r, BodyFlows &body) {
 /// The IR section: everything the importer builds the module from.
 void writeIRSection(Writer &w, const FileSummary &summary) {
   w.u64(summary.moduleHash);
+  w.u64(summary.moduleStatementsHash);
   w.u32(summary.numLines);
   w.u32(summary.lastLineLength);
   w.u32(summary.entities.size());
@@ -358,6 +360,7 @@ llvm::Error readIRSection(StringRef bytes, SummaryParts parts,
                           FileSummary &summary) {
   Reader r(bytes);
   summary.moduleHash = r.u64();
+  summary.moduleStatementsHash = r.u64();
   summary.numLines = r.u32();
   summary.lastLineLength = r.u32();
   summary.entities.resize(r.count());

@@ -501,6 +501,10 @@ LogicalResult Importer::run() {
         attrs.set(attr::kNames,
                   Attribute::takeStringList(std::move(summary.moduleNames)));
       setBodyFlows(attrs, std::move(summary.moduleBody));
+      if (summary.moduleStatementsHash != summary.moduleHash)
+        attrs.set(attr::kStatementsHash,
+                  Attribute::getString(llvm::utohexstr(
+                      summary.moduleStatementsHash, /*LowerCase=*/true, 16)));
     }
     for (EntitySummary &entity : summary.entities) {
       EntityId parent = entity.parent == kModuleScope

@@ -247,6 +247,10 @@ struct FileWarning {
 struct FileSummary {
   /// Normalized hash of the module-level code outside classes and functions.
   uint64_t moduleHash = 0;
+  /// The same without the members that only bind their name (a `def` or
+  /// `class` with pure decorators): what importing the module runs
+  /// (attr::kStatementsHash).
+  uint64_t moduleStatementsHash = 0;
   /// Number of lines of the file (a final newline ends the last line).
   uint32_t numLines = 0;
   /// Length in bytes of the last line, without its newline: with numLines,

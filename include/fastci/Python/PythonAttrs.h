@@ -60,6 +60,14 @@ inline constexpr llvm::StringLiteral kFlows = "flows";
 /// parsed by an older parse-python. Read by select-affected.
 inline constexpr llvm::StringLiteral kEffectNames = "effect_names";
 
+/// String (16 hex digits), on module entities whose content hash counts a
+/// member that only binds its name (a `def` or `class` with pure
+/// decorators): the hash without those members, which changes only when
+/// what importing the module runs changes. Adding such a function leaves
+/// it as it was, so evidence of the module's body stays fresh. Absent: the
+/// content hash. Read by merge-evidence (stale bodies).
+inline constexpr llvm::StringLiteral kStatementsHash = "statements_hash";
+
 /// Bool, on a test: pytest collects it (the parametrize marks' or a
 /// fixture's params) as several items this one item stands for.
 inline constexpr llvm::StringLiteral kParametrized = "parametrized";
