@@ -275,6 +275,11 @@ void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
       llvm::consumeError(glob.takeError());
   }
   ConfigFormat format = getConfigFormat(file.getPath());
+  // pyproject.toml's `[tool.X]` tables belong to their tools (PEP 518): one
+  // that neither pytest nor the build reads changes no test process.
+  bool pyproject =
+      llvm::sys::path::filename(file.getPath()) == "pyproject.toml";
+  std::optional<std::vector<std::string>> buildRequirements[2];
   std::vector<std::string> ignored;
   std::string blocking;
   VisitStop stop = forEachChangedLine(file, [&](const DiffLine &line,
@@ -284,10 +289,20 @@ void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
     ConfigLine where = locateConfigLine(text, number, format);
     if (where.insignificant)
       return true;
-    if (llvm::none_of(patterns, [&](const SectionPattern &pattern) {
-          return (added || !pattern.addedOnly) &&
-                 matchConfigSection(pattern.glob, where);
-        })) {
+    auto otherTool = [&] {
+      if (!pyproject)
+        return false;
+      std::optional<std::vector<std::string>> &build = buildRequirements[added];
+      if (!build)
+        build = getBuildRequirements(text);
+      return isOtherToolTable(where.section, *build);
+    };
+    if (llvm::none_of(patterns,
+                      [&](const SectionPattern &pattern) {
+                        return (added || !pattern.addedOnly) &&
+                               matchConfigSection(pattern.glob, where);
+                      }) &&
+        !otherTool()) {
       blocking = llvm::formatv(
           "line {0} {1} '{2}'", number, added ? "changes" : "removes",
           where.getPath().empty() ? line.text.trim().str() : where.getPath());
@@ -301,6 +316,9 @@ void ChangeMapper::Impl::mapRunAll(const FileDiff &file, const PolicyRule &rule,
     return forceAll(record, all + " (a text of it is not available)");
   if (stop == VisitStop::Visitor)
     return forceAll(record, all + " (" + blocking + ")");
+  // A test that reads the file itself observes any line of it.
+  if (mapReadingTests(file, &rule, record))
+    return;
   setDecision(record, FileDecision::Ignore);
   record.attrs.set(diff::attr::kReason,
                    Attribute::getString(

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "fastci/Diff/ConfigSections.h"
+#include "fastci/Diff/Requirements.h"
 #include "llvm/Support/Path.h"
 
 using namespace fastci;
@@ -263,4 +264,62 @@ ManifestLine fastci::locateManifestLine(llvm::ArrayRef<StringRef> lines,
     }
   }
   return where;
+}
+
+std::vector<std::string>
+fastci::getBuildRequirements(llvm::ArrayRef<StringRef> lines) {
+  // `requires = ["setuptools>=61", "setuptools_scm[toml]"]`, on one line or
+  // several, in the `[build-system]` table.
+  std::vector<std::string> names;
+  bool inTable = false, inRequires = false;
+  for (StringRef line : lines) {
+    StringRef trimmed = line.trim();
+    if (trimmed.starts_with("[") && !inRequires) {
+      inTable =
+          parseHeader(trimmed) == std::optional<StringRef>("build-system");
+      continue;
+    }
+    if (!inTable)
+      continue;
+    if (!inRequires) {
+      if (!trimmed.consume_front("requires"))
+        continue;
+      trimmed = trimmed.ltrim();
+      if (!trimmed.consume_front("="))
+        continue;
+      inRequires = true;
+    }
+    // The quoted strings of the array, up to its closing bracket.
+    for (size_t at = 0; at < trimmed.size(); ++at) {
+      char c = trimmed[at];
+      if (c == '#')
+        break;
+      if (c == ']') {
+        inRequires = false;
+        break;
+      }
+      if (c != '"' && c != '\'')
+        continue;
+      size_t end = trimmed.find(c, at + 1);
+      if (end == StringRef::npos)
+        break;
+      StringRef requirement = trimmed.slice(at + 1, end).trim();
+      size_t stop = requirement.find_first_of("<>=!~;[ @(");
+      names.push_back(normalizeDistributionName(requirement.take_front(stop)));
+      at = end;
+    }
+  }
+  return names;
+}
+
+bool fastci::isOtherToolTable(StringRef section,
+                              llvm::ArrayRef<std::string> buildRequirements) {
+  if (!section.consume_front("tool."))
+    return false;
+  std::string tool = normalizeDistributionName(section.split('.').first);
+  if (tool.empty() || tool == "pytest")
+    return false;
+  return llvm::none_of(buildRequirements, [&](const std::string &name) {
+    return StringRef(name).starts_with(tool);
+  });
 }

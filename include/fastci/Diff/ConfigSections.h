@@ -23,6 +23,7 @@
 #include "llvm/Support/GlobPattern.h"
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fastci {
 
@@ -70,6 +71,21 @@ ConfigLine locateConfigLine(llvm::ArrayRef<llvm::StringRef> lines,
 /// section alone or its `section/key` path.
 bool matchConfigSection(const llvm::GlobPattern &pattern,
                         const ConfigLine &where);
+
+/// The distributions pyproject.toml's `[build-system] requires` names, in
+/// \p lines (the file's text split into lines), normalized
+/// (normalizeDistributionName).
+std::vector<std::string>
+getBuildRequirements(llvm::ArrayRef<llvm::StringRef> lines);
+
+/// True when \p section of a pyproject.toml is the `[tool.X]` table (or a
+/// table under it) of a tool that no test process runs: PEP 518 gives each
+/// tool its own `tool.X` namespace, and a test process reads only pytest's
+/// (`tool.pytest`) and, once the project is built and installed, the build
+/// backend's and its plugins' (those \p buildRequirements names: `hatch`
+/// for `hatchling`, `setuptools_scm`, `poetry` for `poetry-core`, ...).
+bool isOtherToolTable(llvm::StringRef section,
+                      llvm::ArrayRef<std::string> buildRequirements);
 
 /// Where one line of a FastCI test manifest (docs/Workloads.md) sits: in
 /// the entry of the test \c id of its block-style `tests:` list, or, with an

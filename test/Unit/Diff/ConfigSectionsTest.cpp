@@ -92,4 +92,27 @@ TEST(ConfigSectionsTest, FormatsByName) {
   EXPECT_EQ(getConfigFormat("Makefile.am"), ConfigFormat::IniToml);
 }
 
+TEST(ConfigSectionsTest, ToolTablesOfToolsNoTestRuns) {
+  std::vector<llvm::StringRef> lines = {
+      "[project]",
+      "requires = [\"not-this\"]",
+      "[build-system]",
+      "requires = [\"hatchling>=1.5\", 'setuptools_scm[toml] ; "
+      "python_version>\"3\"',",
+      "    \"poetry-core\",  # the backend",
+      "]",
+      "[tool.black]"};
+  std::vector<std::string> build = getBuildRequirements(lines);
+  EXPECT_EQ(build, (std::vector<std::string>{"hatchling", "setuptools-scm",
+                                             "poetry-core"}));
+  EXPECT_TRUE(isOtherToolTable("tool.typos.default", build));
+  EXPECT_TRUE(isOtherToolTable("tool.ruff", build));
+  EXPECT_FALSE(isOtherToolTable("tool.pytest.ini_options", build));
+  EXPECT_FALSE(isOtherToolTable("tool.hatch.build.targets.wheel", build));
+  EXPECT_FALSE(isOtherToolTable("tool.setuptools_scm", build));
+  EXPECT_FALSE(isOtherToolTable("tool.poetry.dependencies", build));
+  EXPECT_FALSE(isOtherToolTable("project", build));
+  EXPECT_FALSE(isOtherToolTable("build-system", build));
+}
+
 } // namespace
