@@ -1029,11 +1029,41 @@ bool Selector::applyImportTime(const RelevantChange &change) {
                        registered->getList()[0].str();
     any |= selectImporters(getModuleOf(change.entity), what);
   }
-  // Changed functions that module bodies call while being imported.
+  // Changed functions that module bodies call while being imported. The
+  // collection files pytest's process writes say which (evidence's
+  // `import_time_entities`, listing at least every module body that ran);
+  // without them, a body that calls the function statically stands in, so
+  // that code a test module runs while it is collected still counts.
+  bool collectionEvidence =
+      module.getAttrs().contains(evidence::attr::kImportTimeEntities);
+  auto atImport = [&](EntityId at) {
+    for (; at != kNoEntity && at < module.getNumEntities();
+         at = module.getEntity(at).parent) {
+      EntityKind kind = module.getEntity(at).kind;
+      if (kind == EntityKind::Module)
+        return true;
+      if (kind != EntityKind::Class)
+        return false;
+    }
+    return false;
+  };
   if (change.level == ModuleLevel::None)
     for (EntityId entity : change.region) {
       if (module.getEntity(entity).kind == EntityKind::Module)
         continue;
+      if (!collectionEvidence)
+        for (size_t index : reach.getCallsTo(entity)) {
+          EntityId from = module.getEdges()[index].from;
+          if (!atImport(from))
+            continue;
+          EntityId owner = getModuleOf(from);
+          any |= selectImporters(
+              owner, quoteSymbol(module.getEntity(from).symbol) +
+                         " calls changed " +
+                         quoteSymbol(module.getEntity(entity).symbol) +
+                         " while it is imported (no collection evidence "
+                         "says what ran then)");
+        }
       for (EntityId owner : graph.getImportingModules(entity))
         any |= selectImporters(owner,
                                quoteSymbol(module.getEntity(entity).symbol) +
