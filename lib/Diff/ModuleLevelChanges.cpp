@@ -137,9 +137,23 @@ bool ChangeMapper::Impl::importsResolve(EntityId moduleEntity,
     // the processes had it loaded.
     if (importGraph->lookupModule(name) == kNoEntity)
       return !StringRef(written).starts_with(".");
-    // A module, or a function or class defined in one. A name bound by an
-    // assignment has no entity: it counts as unresolved.
-    return module.lookupEntity(name) != kNoEntity;
+    // A module, or a function or class defined in one, or a name the
+    // module imports under its own name at its top level (a package's
+    // re-export). A name bound by an assignment, or imported under an
+    // alias, has no entity here: it counts as unresolved.
+    if (module.lookupEntity(name) != kNoEntity)
+      return true;
+    auto [owner, leaf] = StringRef(name).rsplit('.');
+    EntityId ownerModule = module.lookupEntity(owner);
+    return ownerModule != kNoEntity &&
+           llvm::any_of(module.getEdges(), [&](const StaticEdge &edge) {
+             if (edge.kind != EdgeKind::Import || edge.from != ownerModule)
+               return false;
+             StringRef target = edge.to < module.getNumEntities()
+                                    ? module.getEntity(edge.to).symbol
+                                    : edge.name;
+             return target.rsplit('.').second == leaf;
+           });
   });
 }
 
