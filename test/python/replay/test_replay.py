@@ -338,6 +338,40 @@ def test_line_tracer_sees_imports_of_initial_conftests(tmp_path):
     assert 1 in coverage.of("tests/test_a.py::test_f")["pkg/__init__.py"]
 
 
+def test_line_tracer_attributes_lines_under_a_rerunning_plugin(tmp_path):
+    """A plugin that runs the test protocol itself and returns its result
+    (flaky, pytest-rerunfailures) ends pytest_runtest_protocol's first-result
+    call: the tracer still attributes the test's lines to the test, not to
+    `<import>`."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("def f():\n    return 1\n")
+    (tmp_path / "rerun_plugin.py").write_text(
+        "from _pytest.runner import runtestprotocol\n\n\n"
+        "def pytest_runtest_protocol(item, nextitem):\n"
+        "    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)\n"
+        "    runtestprotocol(item, nextitem=nextitem)\n"
+        "    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)\n"
+        "    return True\n")
+    (tmp_path / "tests" / "test_a.py").write_text("import pkg\n\n\ndef test_f():\n    assert pkg.f() == 1\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, FASTCI_LINETRACE_OUT=str(out), FASTCI_LINETRACE_ROOT=str(tmp_path),
+               PYTHONPATH=os.pathsep.join([PACKAGE, str(tmp_path)]))
+    # The tracer first on the command line, the rerunning plugin last: the
+    # later-registered plain implementation is called first.
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "fastci.replay.linetrace", "-p", "rerun_plugin", "tests"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    traced = {}
+    for name in os.listdir(out):
+        with open(out / name) as f:
+            for entry in json.load(f):
+                traced.setdefault(entry["test"], {}).update(entry["files"])
+    assert 2 in traced["tests/test_a.py::test_f"]["pkg/__init__.py"]
+
+
 def test_daily_refresh_collects_after_each_days_last_commit(tmp_path):
     """--refresh-every day: the nightly collect runs on the last commit of
     each UTC day (a job at midnight finds it), never after the window's end."""
