@@ -97,14 +97,8 @@ STATE=${3:-$DIR/state}
 FASTCI_OPT=${FASTCI_OPT:-$ROOT/build/bin/fastci-opt}
 mkdir -p "$STATE"
 STATE=$(cd "$STATE" && pwd)
-export PYTHONPATH="$ROOT/python:$ROOT/utils/replay${PYTHONPATH:+:$PYTHONPATH}"
-
-# The same options as run.sh's COMMON.
-COMMON=(--commits 30 --refresh-every 10 --validate-every 10 --mutants 3 --mutant-budget 20
-        --fastci-opt "$FASTCI_OPT")
-read -r -a EXTRA <<<"${REPLAY_ARGS:-}"
-COMMON+=("${EXTRA[@]}")
-truth() { [ -n "${TRUTH:-}" ] && echo "--truth=$TRUTH/$1"; }
+# The same replay options (COMMON, truth) as run.sh.
+source "$ROOT/utils/replay/options.sh"
 
 # use_safetensors=True tests (ids from e83e6a4 on; before it the [True] of
 # test_save_and_load_from_checkpoint is explicit_init and stays selected).

@@ -20,17 +20,8 @@ DIR=$(cd "${1:-$ROOT/build/replay}" && pwd)
 STATE=${2:-$DIR/state}
 FASTCI_OPT=${FASTCI_OPT:-$ROOT/build/bin/fastci-opt}
 mkdir -p "$STATE"
-export PYTHONPATH="$ROOT/python:$ROOT/utils/replay${PYTHONPATH:+:$PYTHONPATH}"
-
-# Replay options shared by both: 30 commits, evidence refreshed every 10,
-# a full-run check of the incremental truth every 10, 3 mutants per commit
-# on lines whose covering tests take at most 20 s.
-COMMON=(--commits 30 --refresh-every 10 --validate-every 10 --mutants 3 --mutant-budget 20
-        --fastci-opt "$FASTCI_OPT")
-# REPLAY_ARGS: more replay options, e.g. "--trace-pr-runs --nights 100".
-read -r -a EXTRA <<<"${REPLAY_ARGS:-}"
-COMMON+=("${EXTRA[@]}")
-truth() { [ -n "${TRUTH:-}" ] && echo "--truth=$TRUTH/$1"; }
+# The replay options (COMMON, truth) shared with the hold-out scripts.
+source "$ROOT/utils/replay/options.sh"
 
 # accelerate v0.16.0's last 30 merges. Tests needing transformers/datasets/
 # deepspeed/sagemaker are left out, as are the TPU config tests (string

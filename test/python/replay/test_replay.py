@@ -309,6 +309,27 @@ def test_expand_plan_names():
     assert strategies.expand(["t/test_a.py"], collected)[0] == set(collected[:3])
 
 
+def _trace(root, *plugins):
+    """Runs pytest on `root/tests` under the line tracer (and `plugins`,
+    registered after it); returns {test id: {path: lines}}."""
+    out = root / "out"
+    out.mkdir()
+    env = dict(os.environ, FASTCI_LINETRACE_OUT=str(out), FASTCI_LINETRACE_ROOT=str(root),
+               PYTHONPATH=os.pathsep.join([PACKAGE, str(root)]))
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+               "-p", "fastci.replay.linetrace"]
+    for plugin in plugins:
+        command += ["-p", plugin]
+    proc = subprocess.run(command + ["tests"], cwd=root, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    traced = {}
+    for name in os.listdir(out):
+        with open(out / name) as f:
+            for entry in json.load(f):
+                traced.setdefault(entry["test"], {}).update(entry["files"])
+    return traced
+
+
 def test_line_tracer_sees_imports_of_initial_conftests(tmp_path):
     """A conftest.py that imports the package runs its module bodies before
     pytest_configure: those lines are still `<import>` lines (a test that
@@ -318,19 +339,7 @@ def test_line_tracer_sees_imports_of_initial_conftests(tmp_path):
     (tmp_path / "pkg" / "__init__.py").write_text("X = 1\n\n\ndef f():\n    return X\n")
     (tmp_path / "tests" / "conftest.py").write_text("import pkg\n")
     (tmp_path / "tests" / "test_a.py").write_text("import pkg\n\n\ndef test_f():\n    assert pkg.f() == 1\n")
-    out = tmp_path / "out"
-    out.mkdir()
-    env = dict(os.environ, FASTCI_LINETRACE_OUT=str(out), FASTCI_LINETRACE_ROOT=str(tmp_path),
-               PYTHONPATH=os.pathsep.join([PACKAGE, str(tmp_path)]))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "fastci.replay.linetrace", "tests"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    traced = {}
-    for name in os.listdir(out):
-        with open(out / name) as f:
-            for entry in json.load(f):
-                traced.setdefault(entry["test"], {}).update(entry["files"])
+    traced = _trace(tmp_path)
     assert {1, 4} <= set(traced["<import>"]["pkg/__init__.py"])
     coverage = harness.Coverage({"tests/test_a.py::test_f": {p: set(v) for p, v in
                                                               traced["tests/test_a.py::test_f"].items()}},
@@ -354,21 +363,9 @@ def test_line_tracer_attributes_lines_under_a_rerunning_plugin(tmp_path):
         "    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)\n"
         "    return True\n")
     (tmp_path / "tests" / "test_a.py").write_text("import pkg\n\n\ndef test_f():\n    assert pkg.f() == 1\n")
-    out = tmp_path / "out"
-    out.mkdir()
-    env = dict(os.environ, FASTCI_LINETRACE_OUT=str(out), FASTCI_LINETRACE_ROOT=str(tmp_path),
-               PYTHONPATH=os.pathsep.join([PACKAGE, str(tmp_path)]))
-    # The tracer first on the command line, the rerunning plugin last: the
-    # later-registered plain implementation is called first.
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "-p", "fastci.replay.linetrace", "-p", "rerun_plugin", "tests"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    traced = {}
-    for name in os.listdir(out):
-        with open(out / name) as f:
-            for entry in json.load(f):
-                traced.setdefault(entry["test"], {}).update(entry["files"])
+    # The rerunning plugin registered after the tracer: the later-registered
+    # plain implementation is called first.
+    traced = _trace(tmp_path, "rerun_plugin")
     assert 2 in traced["tests/test_a.py::test_f"]["pkg/__init__.py"]
 
 
