@@ -97,7 +97,7 @@ STATE=${3:-$DIR/state}
 FASTCI_OPT=${FASTCI_OPT:-$ROOT/build/bin/fastci-opt}
 mkdir -p "$STATE"
 STATE=$(cd "$STATE" && pwd)
-# The same replay options (COMMON, truth) as run.sh.
+# The same replay options and invocation (COMMON, truth, replay) as run.sh.
 source "$ROOT/utils/replay/options.sh"
 
 # use_safetensors=True tests (ids from e83e6a4 on; before it the [True] of
@@ -110,11 +110,7 @@ SKORCH_K+=" and not custom_module[True]"
 # `-o addopts=`: setup.cfg's addopts want pytest-cov (--cov), which is not
 # installed and would fight the line tracer; the test path is given instead.
 run_skorch() {
-  PATH="$DIR/venv-skorch/bin:$PATH" nice -n 10 /usr/bin/python3 -m fastci.cli replay \
-    --repo "$DIR/skorch" --head "$HEAD" \
-    --state "$STATE/skorch" "${COMMON[@]}" $(truth skorch) -- \
-    "$DIR/venv-skorch/bin/python" -m pytest -q -p no:cacheprovider -o addopts= \
-    "--rootdir=$DIR/skorch" skorch/tests --ignore skorch/tests/test_hf.py \
+  replay skorch "$HEAD" -p no:cacheprovider -o addopts= "--rootdir=$DIR/skorch" skorch/tests --ignore skorch/tests/test_hf.py \
     --ignore skorch/tests/llm -k "$SKORCH_K"
 }
 

@@ -20,7 +20,8 @@ DIR=$(cd "${1:-$ROOT/build/replay}" && pwd)
 STATE=${2:-$DIR/state}
 FASTCI_OPT=${FASTCI_OPT:-$ROOT/build/bin/fastci-opt}
 mkdir -p "$STATE"
-# The replay options (COMMON, truth) shared with the hold-out scripts.
+# The replay options and invocation (COMMON, truth, replay) shared with the
+# hold-out scripts.
 source "$ROOT/utils/replay/options.sh"
 
 # accelerate v0.16.0's last 30 merges. Tests needing transformers/datasets/
@@ -28,11 +29,8 @@ source "$ROOT/utils/replay/options.sh"
 # checks that take 1-2 s each); the `accelerate launch` and debug_launcher
 # tests start real multi-process runs.
 run_accelerate() {
-  PATH="$DIR/venv-accelerate/bin:$PATH" nice -n 10 /usr/bin/python3 -m fastci.cli replay \
-    --repo "$DIR/accelerate" --head 36beea9a1be9251a3ad07f7c10fd425c96954f46 \
-    --state "$STATE/accelerate" "${COMMON[@]}" $(truth accelerate) -- \
-    "$DIR/venv-accelerate/bin/python" -m pytest -q -p asyncio_compat -p no:cacheprovider \
-    "--rootdir=$DIR/accelerate" tests --ignore tests/test_examples.py --ignore tests/deepspeed \
+  replay accelerate 36beea9a1be9251a3ad07f7c10fd425c96954f46 -p asyncio_compat \
+    -p no:cacheprovider "--rootdir=$DIR/accelerate" tests --ignore tests/test_examples.py --ignore tests/deepspeed \
     --ignore tests/fsdp --ignore tests/test_big_modeling.py --ignore tests/test_sagemaker.py \
     -k "not TpuConfigTester"
 }
@@ -46,11 +44,8 @@ IGNITE_SLOW+=" and not test_terminate_on_time_limit and not tcp and not FILE and
 IGNITE_SLOW+=" and not test_simulate_and_plot_values and not test_distrib_gloo_cpu_or_gpu"
 IGNITE_SLOW+=" and not test_run_check_triggered_events_on_iterator and not torch_launch"
 run_ignite() {
-  PATH="$DIR/venv-ignite/bin:$PATH" nice -n 10 /usr/bin/python3 -m fastci.cli replay \
-    --repo "$DIR/ignite" --head 50051eab5070b86811b184a5a943cb0fb8cea969 \
-    --state "$STATE/ignite" "${COMMON[@]}" $(truth ignite) -- \
-    "$DIR/venv-ignite/bin/python" -m pytest -q -p xdist_compat -p no:cacheprovider \
-    "--rootdir=$DIR/ignite" tests/ignite/engine tests/ignite/base \
+  replay ignite 50051eab5070b86811b184a5a943cb0fb8cea969 -p xdist_compat \
+    -p no:cacheprovider "--rootdir=$DIR/ignite" tests/ignite/engine tests/ignite/base \
     tests/ignite/distributed/test_launcher.py tests/ignite/handlers \
     --ignore tests/ignite/handlers/test_lr_finder.py -k "$IGNITE_SLOW"
 }
